@@ -1,0 +1,37 @@
+"""batchenv: thousands of RL environments stepped as one.
+
+The state of N games is one struct-of-arrays; every step is a handful of vectorized numpy
+kernels over all N games. Every env is a Gymnasium ``VectorEnv``::
+
+    import batchenv
+    env = batchenv.BatchPong(num_envs=4096)
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+"""
+
+from gymnasium.vector import AutoresetMode
+
+from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError
+from batchenv.envs.pong import BatchPong, PongParams
+from batchenv.random import BatchRandom
+from batchenv.registration import list_envs, make, register_envs, registry
+from batchenv.state import State
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AutoresetMode",
+    "BatchEnv",
+    "BatchPong",
+    "BatchRandom",
+    "ClosedEnvError",
+    "PongParams",
+    "State",
+    "StepBeforeResetError",
+    "list_envs",
+    "make",
+    "register_envs",
+    "registry",
+]
+
+register_envs()

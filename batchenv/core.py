@@ -1,0 +1,501 @@
+"""``BatchEnv``: the Gymnasium ``VectorEnv`` base class of every batched environment.
+
+An environment author declares the state schema and the spaces and writes three kernels;
+everything episodic lives here, once:
+
+* storage of N states (:mod:`batchenv.state`), preallocated output buffers;
+* auto-reset in the three Gymnasium modes, ``reset(options={"reset_mask": m})``;
+* time limits (``max_episode_steps``; ``truncated`` apart from ``terminated``);
+* seeding: env i's stream is a function of ``(seed + i)`` alone (:mod:`batchenv.random`);
+* validation of actions, seeds, masks and call order, with errors naming the bad envs;
+* ``get_state``/``set_state`` snapshots, pickling, ``render`` plumbing.
+
+See ``docs/writing_envs.md`` for the walkthrough and ``docs/autoreset.md`` for the
+call-by-call semantics of each auto-reset mode.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from batchenv.random import MAX_SEED, BatchRandom, seed_keys
+from batchenv.state import State, from_records, put_rows, take_rows, to_records
+
+__all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
+
+#: Columns the base class adds to every env's state schema (reserved field names).
+BASE_FIELDS: list[tuple[str, Any]] = [
+    ("elapsed_steps", np.int64),  # steps taken in the current episode
+    ("rng_key", np.uint64),  # the row's random stream: hash of its seed
+    ("rng_counter", np.uint64),  # position in that stream
+    ("awaiting_reset", np.bool_),  # episode over; NEXT_STEP: resets on the next step;
+    #                                DISABLED: frozen until reset(options={"reset_mask": ...})
+]
+_BASE_NAMES = {name for name, _ in BASE_FIELDS}
+_MAX_LISTED = 10  # env indices listed in an error message
+_USE_CLASS_DEFAULT: Any = object()
+
+
+class StepBeforeResetError(ResetNeeded, ValueError):
+    """``step`` (or ``render``) was called before the first ``reset``."""
+
+
+class ClosedEnvError(ClosedEnvironmentError, ValueError):
+    """A method was called on a closed env."""
+
+
+def _listed(idx: np.ndarray) -> str:
+    """Env indices for an error message: the first few, and how many in all."""
+    shown = ", ".join(str(int(i)) for i in idx[:_MAX_LISTED])
+    more = f", ... ({len(idx)} envs in all)" if len(idx) > _MAX_LISTED else ""
+    return f"[{shown}{more}]"
+
+
+class BatchEnv(VectorEnv):
+    """Base class of batched environments: N games in one state, stepped by numpy kernels.
+
+    Subclasses set :attr:`state_dtype`, :attr:`single_action_space` and
+    :attr:`single_observation_space` (class attributes, or instance attributes set before
+    calling ``super().__init__``) and implement the kernels :meth:`reset_envs`,
+    :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`).
+
+    Args:
+        num_envs: number of envs in the batch (also accepted as ``n=``; default 1).
+        autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``
+            (or their string values); see ``docs/autoreset.md``.
+        max_episode_steps: truncate episodes after this many steps (``None``: never);
+            defaults to the class's :attr:`default_max_episode_steps`.
+        copy: return copies of the observation/reward/flag arrays (default). With
+            ``copy=False`` they are views of internal buffers, overwritten by the next call.
+        validate: check every action (shape, dtype, range, NaN/inf). ``False`` skips the
+            checks for speed; invalid actions then have undefined results.
+        render_mode: one of ``metadata["render_modes"]`` or ``None``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`).
+    state_dtype: ClassVar[np.dtype]
+    #: Time limit used when the constructor is not given ``max_episode_steps``.
+    default_max_episode_steps: ClassVar[int | None] = None
+    #: Box actions outside the space's bounds: clip them (True, as Gymnasium's classic
+    #: control envs do) or raise ``ValueError`` (False).
+    clip_actions: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        num_envs: int | None = None,
+        *,
+        n: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = _USE_CLASS_DEFAULT,
+        copy: bool = True,
+        validate: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        self.num_envs = _check_num_envs(num_envs, n)
+        self.autoreset_mode = _check_autoreset_mode(autoreset_mode)
+        if max_episode_steps is _USE_CLASS_DEFAULT:
+            max_episode_steps = self.default_max_episode_steps
+        self.max_episode_steps = _check_max_episode_steps(max_episode_steps)
+        self.copy = bool(copy)
+        self.validate = bool(validate)
+        modes = type(self).metadata.get("render_modes", [])
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(f"render_mode must be one of {modes} or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+
+        for attr in ("state_dtype", "single_action_space", "single_observation_space"):
+            if getattr(self, attr, None) is None:
+                raise TypeError(f"{type(self).__name__} must define {attr}")
+        clash = _BASE_NAMES.intersection(self.state_dtype.names)
+        if clash:
+            raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
+        self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self._action_check = _action_checker(self.single_action_space, self.num_envs,
+                                             self.clip_actions)
+
+        n_envs = self.num_envs
+        self.state = State(self.full_state_dtype, n_envs)
+        space = self.single_observation_space
+        self._obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)
+        self._reward = np.zeros(n_envs, dtype=np.float64)
+        self._terminated = np.zeros(n_envs, dtype=np.bool_)
+        self._truncated = np.zeros(n_envs, dtype=np.bool_)
+        self._episode_over = np.zeros(n_envs, dtype=np.bool_)
+        self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
+        self._seeded = False
+        self._needs_reset = True  # no state yet: step() before reset() is an error
+        self.closed = False
+
+    # ------------------------------------------------------------------ kernels (override)
+    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+        """Fill every row of ``s`` with a start state, drawing randomness from ``rng``.
+
+        ``s`` holds only the rows being reset (all of them, or the masked / finished ones);
+        its base columns (``elapsed_steps``, ...) are handled by the base class.
+        """
+        raise NotImplementedError
+
+    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
+        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)``; they may
+        be buffers the env reuses. Time limits and auto-reset are the base class's job."""
+        raise NotImplementedError
+
+    def observe(self, s: State, out: np.ndarray) -> None:
+        """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
+        raise NotImplementedError
+
+    def render_envs(self, s: State) -> Sequence[Any]:
+        """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
+        raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset all envs, or the envs of ``options["reset_mask"]`` (a bool array of shape
+        ``(num_envs,)``; the others are untouched and keep their observation).
+
+        ``seed``: ``None`` (keep each stream; fresh entropy on the very first reset), an int
+        ``s`` (env i gets seed ``s + i``, as ``SyncVectorEnv``) or a list of ``num_envs``
+        ints / ``None``. With a mask, only masked envs are reseeded.
+        """
+        self._check_open()
+        mask = _check_options(options, self.num_envs)
+        values, given = self._check_seed(seed)
+        if mask is not None and self._needs_reset:
+            raise StepBeforeResetError(
+                "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
+                "unmasked envs have no state yet")
+        if not self._seeded:  # first reset: envs without a seed get fresh entropy
+            values[~given] = np.uint64(secrets.randbits(62)) + np.flatnonzero(~given).astype(
+                np.uint64)
+            given[:] = True
+        reseed = given if mask is None else given & mask
+        if reseed.any():
+            rows = np.flatnonzero(reseed)
+            self.state.rng_key[rows] = seed_keys(values[rows])
+            self.state.rng_counter[rows] = 0
+        self._seeded = True
+        if mask is None:
+            self._reset_rows(self.state, self._rng)
+            self._needs_reset = False
+        else:
+            self._reset_subset(np.flatnonzero(mask))
+        self.observe(self.state, self._obs)
+        return self._out(self._obs), {}
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          dict[str, Any]]:
+        """Step every env with ``actions`` (one row per env); see ``docs/autoreset.md``."""
+        if self._needs_reset:
+            self._check_open()
+            raise StepBeforeResetError("step() called before reset(): call reset() first")
+        action = self._action_check(actions) if self.validate else np.asarray(actions)
+        s = self.state
+        over = s.awaiting_reset
+        waiting = np.flatnonzero(over) if over.any() else None
+        frozen = None
+        if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
+            frozen = take_rows(s, waiting)
+
+        reward, terminated = self.step_envs(s, action, self._rng)
+        np.copyto(self._reward, reward)
+        np.copyto(self._terminated, terminated)
+        s.elapsed_steps += 1
+        if self.max_episode_steps is not None:
+            np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
+
+        info: dict[str, Any] = {}
+        if waiting is not None:
+            if frozen is not None:  # DISABLED: finished envs stand still
+                put_rows(s, waiting, frozen)
+            else:  # NEXT_STEP: this step resets them, ignoring their action
+                self._reset_subset(waiting)
+            self._reward[waiting] = 0.0
+            self._terminated[waiting] = False
+            self._truncated[waiting] = False
+
+        np.logical_or(self._terminated, self._truncated, out=self._episode_over)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            if self._episode_over.any():
+                info = self._reset_same_step(np.flatnonzero(self._episode_over))
+        else:
+            np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
+        self.observe(s, self._obs)
+        return (self._out(self._obs), self._out(self._reward), self._out(self._terminated),
+                self._out(self._truncated), info)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""
+        self._check_open()
+        if self.render_mode is None:
+            gym.logger.warn(
+                f"{type(self).__name__}.render() called without a render_mode; pass "
+                f"render_mode=... (one of {self.metadata.get('render_modes')}) to the "
+                "constructor")
+            return None
+        if self._needs_reset:
+            raise StepBeforeResetError("render() called before reset(): call reset() first")
+        return tuple(self.render_envs(self.state))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Release what subclasses hold (windows, files); the base class holds nothing."""
+
+    # ------------------------------------------------------------------ state access
+    def get_state(self) -> np.ndarray:
+        """The whole batch as a structured array of ``full_state_dtype`` (one record per env):
+        the env's fields plus step counters, RNG keys/counters and pending auto-resets."""
+        self._check_open()
+        return to_records(self.state)
+
+    def set_state(self, states: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Restore envs from records made by :meth:`get_state` and return the observations of
+        all envs (a copy).
+
+        ``states`` has ``num_envs`` records, or (with ``mask``) one per True entry of
+        ``mask``; with ``mask`` only those envs change. A full ``set_state`` also counts as a
+        reset (``step`` may follow)."""
+        self._check_open()
+        if not isinstance(states, np.ndarray) or states.dtype != self.full_state_dtype:
+            got = states.dtype if isinstance(states, np.ndarray) else type(states).__name__
+            raise TypeError(f"set_state: states must be a structured array of dtype "
+                            f"env.full_state_dtype={self.full_state_dtype}, got {got}")
+        if mask is None:
+            if states.shape != (self.num_envs,):
+                raise ValueError(f"set_state: states must have shape ({self.num_envs},), "
+                                 f"got {states.shape}")
+            from_records(self.state, states)
+            self._needs_reset = False
+        else:
+            mask = _check_mask(mask, self.num_envs, "set_state: mask")
+            idx = np.flatnonzero(mask)
+            if states.shape == (self.num_envs,):
+                states = states[idx]
+            elif states.shape != (len(idx),):
+                raise ValueError(f"set_state: with a mask, states must have shape "
+                                 f"({self.num_envs},) or ({len(idx)},) (one per True entry), "
+                                 f"got {states.shape}")
+            if self._needs_reset:
+                raise StepBeforeResetError("set_state with a mask needs a full reset() or "
+                                           "set_state() first")
+            from_records(self.state, states, idx)
+        self._seeded = True
+        self.observe(self.state, self._obs)
+        return self._obs.copy()
+
+    # ------------------------------------------------------------------ helpers
+    def _out(self, array: np.ndarray) -> np.ndarray:
+        return array.copy() if self.copy else array
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError(f"{type(self).__name__} is closed: make a new env")
+
+    def _reset_rows(self, s: State, rng: BatchRandom) -> None:
+        self.reset_envs(s, rng)
+        s.elapsed_steps[...] = 0
+        s.awaiting_reset[...] = False
+
+    def _reset_subset(self, idx: np.ndarray) -> None:
+        sub = take_rows(self.state, idx)
+        self._reset_rows(sub, BatchRandom(sub.rng_key, sub.rng_counter))
+        put_rows(self.state, idx, sub)
+
+    def _reset_same_step(self, done: np.ndarray) -> dict[str, Any]:
+        final = take_rows(self.state, done)
+        final_obs_rows = np.empty((len(done), *self._obs.shape[1:]), dtype=self._obs.dtype)
+        self.observe(final, final_obs_rows)
+        self._reset_subset(done)
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        final_obs[done] = list(final_obs_rows)
+        return {"final_obs": final_obs, "_final_obs": self._episode_over.copy(),
+                "final_info": {}, "_final_info": self._episode_over.copy()}
+
+    def _check_seed(self, seed: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Per-env seed values (uint64) and which envs were given one."""
+        n = self.num_envs
+        if seed is None:
+            return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
+        if _is_int(seed):
+            seed = int(seed)
+            if not 0 <= seed <= MAX_SEED - n:
+                raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
+            self._np_random_seed = seed
+            return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != n:
+                raise ValueError(f"seed as a list must have num_envs={n} entries, got "
+                                 f"{len(seed)}")
+            bad = [i for i, x in enumerate(seed)
+                   if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
+            if bad:
+                raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
+                                 f"bad entries at env indices {_listed(np.array(bad))}")
+            given = np.array([x is not None for x in seed], dtype=bool)
+            values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
+            return values, given
+        raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
+                        f"{type(seed).__name__}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = self.__dict__.copy()
+        d.pop("_rng", None)  # rebuilt on unpickling, bound to the restored columns
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_num_envs(num_envs: Any, n: Any) -> int:
+    if num_envs is not None and n is not None and num_envs != n:
+        raise ValueError(f"num_envs={num_envs} and n={n} disagree: pass one of them")
+    value = num_envs if num_envs is not None else (n if n is not None else 1)
+    if not _is_int(value):
+        raise TypeError(f"num_envs must be a positive int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"num_envs must be a positive int, got {value}")
+    return int(value)
+
+
+def _check_autoreset_mode(mode: Any) -> AutoresetMode:
+    if isinstance(mode, AutoresetMode):
+        return mode
+    try:
+        return AutoresetMode(mode)
+    except ValueError:
+        raise ValueError(f"autoreset_mode must be an AutoresetMode or one of "
+                         f"{[m.value for m in AutoresetMode]}, got {mode!r}") from None
+
+
+def _check_max_episode_steps(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"max_episode_steps must be a positive int or None, got {value!r}")
+    return int(value)
+
+
+def _check_mask(mask: Any, num_envs: int, what: str) -> np.ndarray:
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"{what} must be a numpy array of dtype bool and shape ({num_envs},), "
+                        f"got {type(mask).__name__}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{what} must have dtype bool, got {mask.dtype}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"{what} must have shape ({num_envs},), got {mask.shape}")
+    return mask
+
+
+def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
+    """The reset mask of ``options`` (None: reset all), validated like SyncVectorEnv."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = set(options) - {"reset_mask"}
+    if unknown:
+        raise ValueError(f"options has unknown keys {sorted(unknown)}; "
+                         "BatchEnv.reset understands only 'reset_mask'")
+    if "reset_mask" not in options:
+        return None
+    mask = _check_mask(options["reset_mask"], num_envs, "options['reset_mask']")
+    if not mask.any():
+        raise ValueError("options['reset_mask'] must contain at least one True value")
+    return mask
+
+
+def _action_checker(space: gym.Space, num_envs: int, clip: bool):
+    """A function validating a batch of actions for ``space``; returns the action array."""
+    if isinstance(space, spaces.Discrete):
+        return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
+                                 (num_envs,), "Discrete", space)
+    if isinstance(space, spaces.MultiDiscrete):
+        return _discrete_checker(space.start, space.start + space.nvec,
+                                 (num_envs, *space.shape), "MultiDiscrete", space)
+    if isinstance(space, spaces.Box):
+        return _box_checker(space, num_envs, clip)
+    raise TypeError(f"BatchEnv supports Discrete, MultiDiscrete and Box action spaces, "
+                    f"got {space}")
+
+
+def _bad_rows(bad: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
+
+
+def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], kind: str,
+                      space: gym.Space):
+    lo_min, hi_max = int(np.min(low)), int(np.max(high))
+    uniform_bounds = low.size == 1 or (np.all(low == low.flat[0]) and np.all(high == hi_max))
+
+    def check(actions: Any) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers for the {kind} action space {space} "
+                            f"(shape {shape}), got dtype {a.dtype}")
+        if a.shape != shape:
+            raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
+                             f"{kind} action space {space}, got shape {a.shape}")
+        if a.min() < lo_min or a.max() >= hi_max or not uniform_bounds:
+            bad = (a < low) | (a >= high)
+            if bad.any():
+                rows = _bad_rows(bad)
+                raise ValueError(f"actions out of range for {space} (valid: {low} <= a < "
+                                 f"{high}) at env indices {_listed(rows)}: "
+                                 f"{a[rows[:_MAX_LISTED]].tolist()}")
+        return a
+
+    return check
+
+
+def _box_checker(space: spaces.Box, num_envs: int, clip: bool):
+    shape = (num_envs, *space.shape)
+    low = space.low.astype(space.dtype)
+    high = space.high.astype(space.dtype)
+    buffer = np.zeros(shape, dtype=space.dtype)
+
+    def check(actions: Any) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.dtype.kind not in "fiu":
+            raise TypeError(f"actions must be numbers for the Box action space {space}, "
+                            f"got dtype {a.dtype}")
+        if a.shape != shape:
+            raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the Box "
+                             f"action space {space}, got shape {a.shape}")
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            rows = _bad_rows(~np.isfinite(a))
+            raise ValueError(f"actions contain NaN or inf at env indices {_listed(rows)}")
+        np.copyto(buffer, a, casting="unsafe")
+        if not clip:
+            bad = (buffer < low) | (buffer > high)
+            if bad.any():
+                rows = _bad_rows(bad)
+                raise ValueError(f"actions outside the bounds of {space} at env indices "
+                                 f"{_listed(rows)}")
+        else:
+            np.clip(buffer, low, high, out=buffer)
+        return buffer
+
+    return check

@@ -1,0 +1,122 @@
+"""Storage of a batch of env states: the schema is a structured dtype, the storage is
+contiguous per field ("struct of arrays").
+
+Why not one array of records? A kernel touches a few fields of every row; with records it
+reads them with a stride of the whole record and numpy's ufunc inner loops lose their
+contiguous fast path. ``benchmarks/bench_layout.py`` measures the two layouts on BatchPong's
+step (figures in ``docs/layout.md``).
+
+A :class:`State` is a plain object with one attribute per field, each an array whose first
+axis is the env row; kernels read and write ``s.ball_x`` etc. directly. Scalar fields of the
+same dtype are rows of one 2-D block (fields x envs), so every field is contiguous *and*
+consecutive fields can be read as one ``(k, n)`` array (:func:`fields_view`), e.g. to write
+a whole observation in one ufunc call. Moving rows between states copies whole blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+__all__ = ["State", "take_rows", "put_rows", "to_records", "from_records", "fields_view"]
+
+
+class State:
+    """One array per field of ``dtype``, ``size`` rows each. Fields are attributes.
+
+    Field names must not start with an underscore.
+    """
+
+    def __init__(self, dtype: np.dtype, size: int) -> None:
+        self._dtype = np.dtype(dtype)
+        self._size = int(size)
+        self._blocks: dict[str, np.ndarray] = {}  # base dtype -> (fields, rows) block
+        self._slots: dict[str, tuple[str, int]] = {}  # field -> (block, row of block)
+        for name in self._dtype.names:
+            if name.startswith("_"):
+                raise ValueError(f"state field names must not start with '_': {name!r}")
+            field = self._dtype.fields[name][0]
+            if field.shape == ():
+                key = field.str
+                self._slots[name] = (key, sum(1 for k, _ in self._slots.values() if k == key))
+        for key in {k for k, _ in self._slots.values()}:
+            count = sum(1 for k, _ in self._slots.values() if k == key)
+            self._blocks[key] = np.zeros((count, self._size), dtype=np.dtype(key))
+        self._bind()
+        for name in self._dtype.names:
+            if name not in self._slots:
+                field = self._dtype.fields[name][0]
+                setattr(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
+
+    def _bind(self) -> None:
+        for name, (key, row) in self._slots.items():
+            setattr(self, name, self._blocks[key][row])
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[tuple[str, np.ndarray]]:
+        for name in self._dtype.names:
+            yield name, getattr(self, name)
+
+    def __repr__(self) -> str:
+        return f"State(size={self._size}, fields={list(self._dtype.names)})"
+
+    def __reduce__(self):
+        return (_from_records_new, (to_records(self),))
+
+
+def _from_records_new(rec: np.ndarray) -> State:
+    s = State(rec.dtype, len(rec))
+    from_records(s, rec)
+    return s
+
+
+def fields_view(s: State, names: list[str]) -> np.ndarray:
+    """Consecutive scalar fields of one dtype as a ``(len(names), len(s))`` view."""
+    key, first = s._slots[names[0]]
+    for offset, name in enumerate(names):
+        if s._slots.get(name) != (key, first + offset):
+            raise ValueError(f"fields {names} are not consecutive fields of one dtype")
+    return s._blocks[key][first:first + len(names)]
+
+
+def _others(s: State) -> Iterator[str]:
+    return (name for name in s._dtype.names if name not in s._slots)
+
+
+def take_rows(s: State, idx: np.ndarray) -> State:
+    """A new State holding copies of rows ``idx`` of ``s``."""
+    out = State.__new__(State)
+    out._dtype, out._size, out._slots = s._dtype, len(idx), s._slots
+    out._blocks = {key: block[:, idx] for key, block in s._blocks.items()}
+    out._bind()
+    for name in _others(s):
+        setattr(out, name, getattr(s, name)[idx])
+    return out
+
+
+def put_rows(s: State, idx: np.ndarray, src: State) -> None:
+    """Write the rows of ``src`` into rows ``idx`` of ``s``."""
+    for key, block in s._blocks.items():
+        block[:, idx] = src._blocks[key]
+    for name in _others(s):
+        getattr(s, name)[idx] = getattr(src, name)
+
+
+def to_records(s: State) -> np.ndarray:
+    """The state as a structured array (one record per row), a copy."""
+    rec = np.empty(len(s), dtype=s._dtype)
+    for name, col in s:
+        rec[name] = col
+    return rec
+
+
+def from_records(s: State, rec: np.ndarray, idx: np.ndarray | None = None) -> None:
+    """Write structured records into ``s`` (all rows, or rows ``idx``)."""
+    for name, col in s:
+        if idx is None:
+            col[...] = rec[name]
+        else:
+            col[idx] = rec[name]
