@@ -10,11 +10,13 @@ our batched version where we have one, and otherwise runs ``gymnasium.make(id)``
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import VectorEnv
 
 __all__ = ["EnvEntry", "registry", "list_envs", "make", "register_envs", "VECTORIZATIONS"]
@@ -114,12 +116,8 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     return gym.vector.AsyncVectorEnv(env_fns, **vector_kwargs)
 
 
-def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> gym.envs.registration.EnvSpec:
-    spec = gym.spec(entry.id)
-    return spec.__class__(**{**{f: getattr(spec, f) for f in (
-        "id", "entry_point", "reward_threshold", "nondeterministic", "max_episode_steps",
-        "order_enforce", "disable_env_checker", "vector_entry_point")},
-        "kwargs": {**kwargs, "num_envs": num_envs}})
+def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> EnvSpec:
+    return dataclasses.replace(gym.spec(entry.id), kwargs={**kwargs, "num_envs": num_envs})
 
 
 def register_envs() -> None:
