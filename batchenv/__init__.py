@@ -12,7 +12,8 @@ kernels over all N games. Every env is a Gymnasium ``VectorEnv``::
 from gymnasium.vector import AutoresetMode
 
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError
-from batchenv.envs.pong import BatchPong, PongParams
+from batchenv.envs import *  # noqa: F403  (every native env class)
+from batchenv.envs import __all__ as _env_names
 from batchenv.random import BatchRandom
 from batchenv.registration import list_envs, make, register_envs, registry
 from batchenv.state import State
@@ -22,16 +23,15 @@ __version__ = "0.1.0"
 __all__ = [
     "AutoresetMode",
     "BatchEnv",
-    "BatchPong",
     "BatchRandom",
     "ClosedEnvError",
-    "PongParams",
     "State",
     "StepBeforeResetError",
     "list_envs",
     "make",
     "register_envs",
     "registry",
+    *_env_names,
 ]
 
 register_envs()
