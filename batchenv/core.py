@@ -256,6 +256,11 @@ class BatchEnv(VectorEnv):
             raise StepBeforeResetError("render() called before reset(): call reset() first")
         return tuple(self.render_envs(self.state))
 
+    def close(self, **kwargs: Any) -> None:
+        """Release resources (:meth:`close_extras`); later calls raise ``ClosedEnvError``."""
+        self._needs_reset = True
+        super().close(**kwargs)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Release what subclasses hold (windows, files); the base class holds nothing."""
 
@@ -357,12 +362,15 @@ class BatchEnv(VectorEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
-        d.pop("_rng", None)  # rebuilt on unpickling, bound to the restored columns
+        for rebuilt in ("_rng", "_action_check"):  # rebuilt on unpickling
+            d.pop(rebuilt, None)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
+        self._action_check = _action_checker(self.single_action_space, self.num_envs,
+                                             self.clip_actions)
 
 
 def _is_int(x: Any) -> bool:
