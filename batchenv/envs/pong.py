@@ -1,4 +1,5 @@
-"""BatchPong: the seed's numpy Pong, batched, against a scripted CPU paddle."""
+"""BatchPong: the seed's numpy Pong, batched: vs a scripted CPU paddle, two players, or the
+seed's rally game; state, tile-map or Atari-like pixel observations."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.core import BatchEnv
+from batchenv.core import BatchEnv, StepBeforeResetError
+from batchenv.envs._pong_raster import (
+    PALETTE,
+    Layout,
+    Raster,
+    pixel_layout,
+    render_layout,
+    tile_layout,
+)
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import State, fields_view, put_rows, take_rows
 
-__all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN"]
+__all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES"]
 
 NOOP, UP, DOWN = 0, 1, 2  # actions; y grows downwards, so UP moves a paddle to smaller y
 _DIRECTION = np.array([0.0, -1.0, 1.0], dtype=np.float32)  # paddle direction per action
@@ -84,24 +93,39 @@ class PongParams:
 class BatchPong(BatchEnv):
     """## Description
 
-    Pong for thousands of games at once: the agent's paddle (left) against a scripted CPU
-    paddle (right) that follows the ball at a limited speed, on the 40 x 30 court of the
-    *batch_pong_poc* seed. The ball moves one column per step; a paddle that returns it adds
-    spin (``vy += 0.5 * (ball_y - paddle centre)``, bounded by 3), which the CPU, moving one
-    cell per step, cannot always follow: it is beatable.
+    Pong for thousands of games at once, on the 40 x 30 court of the *batch_pong_poc* seed:
+    the ball moves one column per step, reflects off the top and bottom walls, and a paddle
+    that returns it adds spin (``vy += 0.5 * (ball_y - paddle centre)``, bounded by 3).
+    Three modes (``mode=``):
 
-    Each step applies the rules in order: :func:`move_paddle` (agent),
+    * ``"cpu"`` (default): the agent's paddle (left) against a scripted CPU paddle (right)
+      that follows the ball at one cell per step, slower than the ball can go: it is
+      beatable.
+    * ``"two_player"``: both paddles controlled (self-play); zero-sum reward from the left
+      player's side. :meth:`mirror_obs` gives the right player's view.
+    * ``"rally"``: the seed's game: both paddles controlled, the ball served straight from
+      the centre, reward +1 for every step of rally and 0 on the step that ends it (the
+      miss); one miss ends the episode. Tile-map observation by default.
+
+    Each (sub-)step applies the rules in order: :func:`move_paddle` (agent, or both players),
     :func:`track_ball` (CPU), :func:`move_ball`, :func:`bounce_off_walls`,
-    :func:`bounce_off_paddles`, :func:`score_points` (and :func:`serve` after a point).
+    :func:`bounce_off_paddles`, then :func:`score_points` and :func:`serve` after a point
+    (``cpu``, ``two_player``) or :func:`end_rally` (``rally``).
 
     ## Action Space
 
-    ``Discrete(3)``: 0 NOOP, 1 UP (towards row 0), 2 DOWN; the paddle moves
-    ``paddle_speed`` = 2 cells and stays within the court.
+    ``"cpu"``: ``Discrete(3)``: 0 NOOP, 1 UP (towards row 0), 2 DOWN; the paddle moves
+    ``paddle_speed`` = 2 cells and stays within the court. ``"two_player"`` and ``"rally"``:
+    ``MultiDiscrete([3, 3])``, the actions of the left and the right paddle.
+
+    With ``repeat_action_probability=p`` (sticky actions, as ALE v5), at every sub-step each
+    paddle repeats the action it applied last with probability ``p`` instead of the one given
+    (draws from the env's own random stream; after a reset the last action is NOOP).
 
     ## Observation Space
 
-    ``Box(float32, (6,))``, every entry scaled to about [-1, 1]:
+    ``obs_type="state"`` (default for ``cpu`` and ``two_player``): ``Box(float32, (6,))``,
+    every entry scaled to about [-1, 1]:
 
     | index | quantity | raw range (cells, cells/step) | scaling |
     |---|---|---|---|
@@ -109,40 +133,67 @@ class BatchPong(BatchEnv):
     | 1 | ball y | [0, height-1] | 2y/(height-1) - 1 |
     | 2 | ball vx | [-ball_speed, ball_speed] | vx / ball_speed |
     | 3 | ball vy | [-max_ball_vy, max_ball_vy] | vy / max_ball_vy |
-    | 4 | agent paddle centre y | [2, height-3] | as ball y |
-    | 5 | CPU paddle centre y | [2, height-3] | as ball y |
+    | 4 | left (agent) paddle centre y | [2, height-3] | as ball y |
+    | 5 | right (CPU) paddle centre y | [2, height-3] | as ball y |
 
     The space's bounds are the scaled raw ranges, computed in float32.
 
+    ``obs_type="tiles"`` (default for ``rally``): the seed's tile map, ``Box(uint8, (height,
+    width))`` = (30, 40): 0 empty, 1 paddle, 2 ball, one cell per ball/paddle cell (the ball
+    in the cell nearest its centre; paddles drawn over the ball), clipped to the court.
+
+    ``obs_type="pixels"``: an Atari-DQN-like grayscale frame, ``Box(uint8, pixel_shape)``,
+    default (84, 84): walls above and below the court, paddles and ball as boxes, in the gray
+    levels of ALE's Pong (background 87, walls and ball 236, paddles 147 and 148), so a CNN
+    written for preprocessed Atari Pong takes it unchanged.
+
+    Tiles and pixels are updated in place (only the ball and paddles are redrawn); with
+    ``copy=False`` the returned array is the env's read-only canvas.
+
     ## Rewards
 
-    +1 when the agent wins a point (the ball passes the CPU paddle), -1 when the CPU does,
-    0 otherwise.
+    ``cpu`` and ``two_player``: +1 when the left paddle's side wins a point (the ball passes
+    the right paddle), -1 when the right side does, 0 otherwise. ``rally``: +1 per step of
+    rally, 0 on the step of the miss. With ``frameskip=k`` the rewards of the sub-steps are
+    summed.
 
     ## Starting State
 
-    Scores 0-0, both paddles centred, the ball served from the centre column at a row
-    uniform in the middle half of the court, towards a random side, with vy uniform in
-    [-1, 1] (from the env's own random stream). The same serve follows every point.
+    Scores 0-0, both paddles centred. ``cpu``/``two_player``: the ball served from the
+    centre column at a row uniform in the middle half of the court, towards a random side,
+    with vy uniform in [-1, 1] (from the env's own random stream); the same serve follows
+    every point. ``rally``: the ball at the centre of the court, vy = 0, towards a random
+    side (so two idle paddles return it forever).
 
     ## Episode End
 
-    Terminated when either side reaches ``points_to_win`` (21). Truncated after
-    ``max_episode_steps`` (default 10,000; random play ends a game in about 1,000 steps).
+    Terminated when either side reaches ``points_to_win`` (21), or (``rally``) at the first
+    miss. Truncated after ``max_episode_steps`` (default 10,000; random play ends a game
+    in about 1,000 steps).
 
     ## Arguments
 
-    ``BatchPong(num_envs, *, params=PongParams(...), **overrides, **BatchEnv options)``:
-    any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
-    ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode`` as in
-    :class:`~batchenv.BatchEnv`. Also ``gymnasium.make_vec("batchenv/Pong-v0", num_envs=N)``.
+    ``BatchPong(num_envs, *, mode="cpu", obs_type=None, frameskip=1,
+    repeat_action_probability=0.0, pixel_shape=(84, 84), render_scale=8,
+    params=PongParams(...), **overrides, **BatchEnv options)``:
+
+    * ``frameskip``: physics sub-steps per action (the action, made sticky or not, applies
+      to each), rewards summed; an episode that ends at a sub-step stops there.
+    * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
+    * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
+      (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
+      ``"ansi"``: one string per env) as in :class:`~batchenv.BatchEnv`.
+      :meth:`render_tiled` draws the first k envs in one image.
+
+    Also ``gymnasium.make_vec("batchenv/Pong-v0", num_envs=N, mode=..., obs_type=...)``.
 
     ## Version History
 
-    * v0: initial version (vs CPU, state observation).
+    * v0: initial version (vs CPU, state observation); modes, tile and pixel observations,
+      frameskip, sticky actions and rendering added without changing the defaults.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 30}
     state_dtype = np.dtype([
         ("ball_x", np.float32),  # column of the ball centre, [0, width-1]
         ("ball_y", np.float32),  # row of the ball centre, [0, height-1], y downwards
@@ -152,14 +203,38 @@ class BatchPong(BatchEnv):
         ("right_y", np.float32),  # CPU paddle centre row
         ("score_left", np.int8),  # points won by the agent
         ("score_right", np.int8),  # points won by the CPU
+        ("action_left", np.int8),  # last action applied to the left paddle (sticky actions)
+        ("action_right", np.int8),  # same, right paddle (two_player, rally)
     ])
     default_max_episode_steps = 10_000
     single_action_space = spaces.Discrete(3)
 
     def __init__(self, num_envs: int | None = None, *, params: PongParams | None = None,
+                 mode: str = "cpu", obs_type: str | None = None, frameskip: int = 1,
+                 repeat_action_probability: float = 0.0,
+                 pixel_shape: tuple[int, int] = (84, 84), render_scale: int = 8,
                  **kwargs: Any) -> None:
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in _PARAM_NAMES}
         self.params = dataclasses.replace(params or PongParams(), **overrides)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if obs_type is None:
+            obs_type = "tiles" if mode == "rally" else "state"
+        if obs_type not in OBS_TYPES:
+            raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
+        if isinstance(frameskip, bool) or not isinstance(frameskip, (int, np.integer)) \
+                or frameskip < 1:
+            raise ValueError(f"frameskip must be an int >= 1, got {frameskip!r}")
+        if not 0.0 <= repeat_action_probability <= 1.0:
+            raise ValueError(f"repeat_action_probability must be in [0, 1], got "
+                             f"{repeat_action_probability!r}")
+        if isinstance(render_scale, bool) or not isinstance(render_scale, (int, np.integer)) \
+                or render_scale < 1:
+            raise ValueError(f"render_scale must be an int >= 1, got {render_scale!r}")
+        self.mode, self.obs_type = mode, obs_type
+        self.frameskip = int(frameskip)
+        self.repeat_action_probability = float(repeat_action_probability)
+        self.render_scale = int(render_scale)
         p = self.params
         raw_low = np.array([0, 0, -p.ball_speed, -p.max_ball_vy, p.paddle_min, p.paddle_min],
                            dtype=np.float32)
@@ -170,11 +245,34 @@ class BatchPong(BatchEnv):
         half_range = np.array([(p.width - 1) / 2, mid, p.ball_speed, p.max_ball_vy, mid, mid])
         self._obs_scale = (1 / half_range).astype(np.float32)
         self._obs_offset = (-centre / half_range).astype(np.float32)
-        self.single_observation_space = spaces.Box(
-            self._scale(raw_low), self._scale(raw_high), dtype=np.float32)
+        court = (p.height, p.width)
+        self.layout: Layout | None = None
+        if obs_type == "state":
+            self.single_observation_space = spaces.Box(
+                self._scale(raw_low), self._scale(raw_high), dtype=np.float32)
+        else:
+            if obs_type == "tiles":
+                self.layout = tile_layout(p.height, p.width, p.paddle_height)
+                high = 2
+            else:
+                shape = tuple(int(v) for v in pixel_shape)
+                if len(shape) != 2:
+                    raise ValueError(f"pixel_shape must be (rows, cols), got {pixel_shape!r}")
+                self.layout = pixel_layout(court, p.paddle_height, shape)
+                high = 255
+            self.single_observation_space = spaces.Box(
+                0, high, (self.layout.height, self.layout.width), dtype=np.uint8)
+        if mode != "cpu":
+            self.single_action_space = spaces.MultiDiscrete([3, 3])
         super().__init__(num_envs, **kwargs)
-        self._step_reward = np.zeros(self.num_envs, dtype=np.float32)
-        self._step_terminated = np.zeros(self.num_envs, dtype=np.bool_)
+        n = self.num_envs
+        self._step_reward = np.zeros(n, dtype=np.float32)
+        self._step_terminated = np.zeros(n, dtype=np.bool_)
+        self._raster = None if self.layout is None else Raster(self.layout, n)
+        if self._raster is not None and not self.copy:
+            self._obs.flags.writeable = False  # the canvas: read-only for the caller
+        self._ended = np.zeros(n, dtype=np.bool_) if self.frameskip > 1 else None
+        self._render_raster: Raster | None = None
 
     def _scale(self, raw: np.ndarray) -> np.ndarray:
         return raw * self._obs_scale + self._obs_offset
@@ -186,29 +284,152 @@ class BatchPong(BatchEnv):
         s.score_right[:] = 0
         s.left_y[:] = p.top_wall / 2
         s.right_y[:] = p.top_wall / 2
-        serve(s, slice(None), rng, p)
+        s.action_left[:] = NOOP
+        s.action_right[:] = NOOP
+        if self.mode == "rally":
+            serve_straight(s, slice(None), rng, p)
+        else:
+            serve(s, slice(None), rng, p)
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        p = self.params
-        move_paddle(s.left_y, action, p)
-        track_ball(s.right_y, s.ball_y, p)
-        move_ball(s)
-        bounce_off_walls(s, p)
         reward, terminated = self._step_reward, self._step_terminated
         reward.fill(0.0)
         terminated.fill(False)
+        if self.frameskip == 1:
+            self._substep(s, action, rng, reward, terminated)
+        else:
+            self._skip_frames(s, action, rng, reward, terminated)
+        return reward, terminated
+
+    def _substep(self, s: State, action: np.ndarray, rng: BatchRandom, reward: np.ndarray,
+                 terminated: np.ndarray) -> np.ndarray | None:
+        """One physics step of every row; returns the rows that missed the ball (or None)."""
+        p = self.params
+        left, right = self._applied_actions(s, action, rng)
+        move_paddle(s.left_y, left, p)
+        if right is None:
+            track_ball(s.right_y, s.ball_y, p)
+        else:
+            move_paddle(s.right_y, right, p)
+        move_ball(s)
+        bounce_off_walls(s, p)
+        if self.mode == "rally":
+            reward += np.float32(1)
         at_paddle = np.flatnonzero(ball_at_paddle_columns(s, p))
         if at_paddle.size:
             missed = bounce_off_paddles(s, at_paddle, p)
             if missed.size:
-                score_points(s, missed, reward, terminated, p)
-                serve(s, missed, rng.at(missed), p)
-        return reward, terminated
+                if self.mode == "rally":
+                    end_rally(missed, reward, terminated)
+                else:
+                    score_points(s, missed, reward, terminated, p)
+                    serve(s, missed, rng.at(missed), p)
+                return missed
+        return None
+
+    def _applied_actions(self, s: State, action: np.ndarray, rng: BatchRandom
+                         ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The actions applied this sub-step: the given ones, or (sticky actions) the last
+        applied ones with probability ``repeat_action_probability``."""
+        if self.mode == "cpu":
+            left, right = action, None
+        else:
+            left, right = action[:, 0], action[:, 1]
+        if self.repeat_action_probability > 0.0:
+            fresh = sticky_draw(rng, self.repeat_action_probability, 1 if right is None else 2)
+            np.copyto(s.action_left, left, casting="unsafe", where=fresh[:, 0])
+            left = s.action_left
+            if right is not None:
+                np.copyto(s.action_right, right, casting="unsafe", where=fresh[:, 1])
+                right = s.action_right
+        return left, right
+
+    def _skip_frames(self, s: State, action: np.ndarray, rng: BatchRandom,
+                     reward: np.ndarray, terminated: np.ndarray) -> None:
+        """``frameskip`` sub-steps; a row whose episode ends at a sub-step keeps the state
+        and reward it had then (rare: restored sparsely at the end)."""
+        ended = self._ended
+        ended.fill(False)
+        snapshots = []
+        last = self.frameskip - 1
+        for sub in range(self.frameskip):
+            missed = self._substep(s, action, rng, reward, terminated)
+            if missed is not None and sub < last:
+                new = missed[terminated[missed] & ~ended[missed]]
+                if new.size:
+                    ended[new] = True
+                    snapshots.append((new, take_rows(s, new), reward[new]))
+        for rows, snapshot, rows_reward in snapshots:
+            put_rows(s, rows, snapshot)
+            reward[rows] = rows_reward
 
     def observe(self, s: State, out: np.ndarray) -> None:
-        np.multiply(fields_view(s, _OBS_FIELDS).T, self._obs_scale, out=out)
-        out += self._obs_offset
+        if self._raster is None:
+            np.multiply(fields_view(s, _OBS_FIELDS).T, self._obs_scale, out=out)
+            out += self._obs_offset
+        elif out is self._obs and s is self.state:
+            out.flags.writeable = True
+            try:
+                self._raster.update(s, out)
+            finally:
+                out.flags.writeable = self.copy
+        else:
+            self._raster.draw(s, out)
+
+    # ---------------------------------------------------------------- rendering
+    def render_envs(self, s: State) -> np.ndarray | list[str]:
+        """``rgb_array``: an array of ``len(s)`` frames (uint8 (H, W, 3)); ``ansi``: one
+        string per env."""
+        if self.render_mode == "ansi":
+            return ansi_frames(s, self.params)
+        return self.frames(s)
+
+    def frames(self, s: State | None = None) -> np.ndarray:
+        """RGB frames of the rows of ``s`` (default: every env), ``(n, H, W, 3)`` uint8 with
+        ``H = (height + 2) * render_scale``, ``W = width * render_scale``."""
+        s = self.state if s is None else s
+        if self._render_raster is None:
+            p = self.params
+            self._render_raster = Raster(
+                render_layout((p.height, p.width), p.paddle_height, self.render_scale), 1)
+        lay = self._render_raster.layout
+        labels = np.empty((len(s), lay.height, lay.width), dtype=np.uint8)
+        self._render_raster.draw(s, labels)
+        return PALETTE[labels]
+
+    def render_tiled(self, k: int | None = None, cols: int | None = None,
+                     gap: int = 2) -> np.ndarray:
+        """One RGB image of the first ``k`` envs (default: all, at most 64), laid out in
+        env order row by row on a grid of ``cols`` columns (default: about square),
+        separated by ``gap`` black pixels. Works with any ``render_mode``."""
+        self._check_open()
+        if self._needs_reset:
+            raise StepBeforeResetError("render_tiled() called before reset()")
+        k = min(self.num_envs, 64) if k is None else int(k)
+        if not 1 <= k <= self.num_envs:
+            raise ValueError(f"k must be in [1, num_envs={self.num_envs}], got {k}")
+        cols = int(np.ceil(np.sqrt(k))) if cols is None else int(cols)
+        if cols < 1:
+            raise ValueError(f"cols must be >= 1, got {cols}")
+        frames = self.frames(take_rows(self.state, np.arange(k)))
+        return tile_images(frames, cols, gap)
+
+    @staticmethod
+    def mirror_obs(obs: np.ndarray, obs_type: str = "state") -> np.ndarray:
+        """The right player's view of observations (a batch): the court flipped left-right,
+        so the right paddle appears as the left one (for self-play in ``two_player``)."""
+        if obs_type == "state":
+            out = np.array(obs, dtype=np.float32, copy=True)
+            out[..., 0] *= -1
+            out[..., 2] *= -1
+            out[..., 4], out[..., 5] = obs[..., 5], obs[..., 4]
+            return out
+        return np.ascontiguousarray(obs[..., ::-1])
+
+
+MODES = ("cpu", "two_player", "rally")
+OBS_TYPES = ("state", "tiles", "pixels")
 
 
 _PARAM_NAMES = {f.name for f in dataclasses.fields(PongParams)}
@@ -271,10 +492,10 @@ def bounce_off_paddles(s: State, rows: np.ndarray, p: PongParams) -> np.ndarray:
 
 def score_points(s: State, rows: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                  p: PongParams) -> None:
-    """A missed ball is a point for the other side (+1 reward when the agent scores, -1 when
-    the CPU does); reaching ``points_to_win`` ends the game."""
+    """A missed ball is a point for the other side (+1 added to the reward when the left side
+    scores, -1 when the right side does); reaching ``points_to_win`` ends the game."""
     agent_scored = s.ball_x[rows] > np.float32(p.right_plane)
-    reward[rows] = np.where(agent_scored, np.float32(1), np.float32(-1))
+    reward[rows] += np.where(agent_scored, np.float32(1), np.float32(-1))
     s.score_left[rows] += agent_scored
     s.score_right[rows] += ~agent_scored
     terminated[rows] = np.maximum(s.score_left[rows], s.score_right[rows]) >= p.points_to_win
@@ -289,3 +510,57 @@ def serve(s: State, rows: np.ndarray | slice, rng: BatchRandom, p: PongParams) -
     s.ball_vx[rows] = np.where(u[:, 0] < 0.5, np.float32(-p.ball_speed),
                                np.float32(p.ball_speed))
     s.ball_vy[rows] = ((2 * u[:, 2] - 1) * p.serve_vy).astype(np.float32)
+
+
+def serve_straight(s: State, rows: np.ndarray | slice, rng: BatchRandom,
+                   p: PongParams) -> None:
+    """The seed's serve (``rally``): the ball at the centre of the court (column width/2,
+    the paddles' starting row), vy = 0, towards a random side (one draw per row)."""
+    u = rng.random()
+    s.ball_x[rows] = p.width / 2
+    s.ball_y[rows] = p.top_wall / 2
+    s.ball_vx[rows] = np.where(u < 0.5, np.float32(-p.ball_speed), np.float32(p.ball_speed))
+    s.ball_vy[rows] = 0.0
+
+
+def end_rally(rows: np.ndarray, reward: np.ndarray, terminated: np.ndarray) -> None:
+    """``rally``: the step of a miss earns nothing (its +1 is taken back) and ends the
+    episode."""
+    reward[rows] -= np.float32(1)
+    terminated[rows] = True
+
+
+def sticky_draw(rng: BatchRandom, probability: float, paddles: int) -> np.ndarray:
+    """Sticky actions: ``(rows, paddles)`` booleans, True where the given action is taken
+    (probability ``1 - probability``), False where the last applied one repeats."""
+    return rng.random((paddles,)) >= probability
+
+
+def ansi_frames(s: State, p: PongParams) -> list[str]:
+    """Text frames: the tile map with ``o`` the ball, ``#`` paddles, walls of ``-``, and
+    the score line on top."""
+    tiles = np.empty((len(s), p.height, p.width), dtype=np.uint8)
+    Raster(tile_layout(p.height, p.width, p.paddle_height), 1).draw(s, tiles)
+    chars = np.array([" ", "#", "o"])[tiles]
+    wall = "+" + "-" * p.width + "+"
+    out = []
+    for i in range(len(s)):
+        rows = ["|" + "".join(r) + "|" for r in chars[i]]
+        head = f" {int(s.score_left[i]):>3} : {int(s.score_right[i]):<3}".center(p.width + 2)
+        out.append("\n".join([head, wall, *rows, wall]) + "\n")
+    return out
+
+
+def tile_images(frames: np.ndarray, cols: int, gap: int = 2) -> np.ndarray:
+    """Lay ``frames`` ``(k, H, W, C)`` out row by row on a grid of ``cols`` columns,
+    ``gap`` pixels (value 0) between them: ``(rows*H + (rows-1)*gap, cols*W + (cols-1)*gap,
+    C)``."""
+    k, h, w, c = frames.shape
+    cols = min(cols, k)
+    rows = -(-k // cols)
+    grid = np.zeros((rows, h + gap, cols, w + gap, c), dtype=frames.dtype)
+    padded = np.zeros((rows * cols, h, w, c), dtype=frames.dtype)
+    padded[:k] = frames
+    grid[:, :h, :, :w] = padded.reshape(rows, cols, h, w, c).transpose(0, 2, 1, 3, 4)
+    return grid.reshape(rows * (h + gap), cols * (w + gap), c)[:rows * (h + gap) - gap,
+                                                               :cols * (w + gap) - gap]
