@@ -1,4 +1,5 @@
-"""Side-by-side stepping of BatchPong and the scalar reference (shared by tests/test_pong*)."""
+"""Side-by-side stepping of BatchPong and its scalar reference, asserting exact agreement
+(used by tests/test_pong*.py)."""
 
 from __future__ import annotations
 
