@@ -4,11 +4,17 @@ seed's rally game; state, tile-map or Atari-like pixel observations."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+
+try:  # np.clip's ufunc, without np.clip's Python wrapper (1.3 µs saved per call)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip
 
 from batchenv.core import BatchEnv, StepBeforeResetError
 from batchenv.envs._pong_raster import (
@@ -245,6 +251,8 @@ class BatchPong(BatchEnv):
         half_range = np.array([(p.width - 1) / 2, mid, p.ball_speed, p.max_ball_vy, mid, mid])
         self._obs_scale = (1 / half_range).astype(np.float32)
         self._obs_offset = (-centre / half_range).astype(np.float32)
+        self._obs_scale_col = self._obs_scale[:, None]
+        self._obs_offset_col = self._obs_offset[:, None]
         court = (p.height, p.width)
         self.layout: Layout | None = None
         if obs_type == "state":
@@ -268,6 +276,7 @@ class BatchPong(BatchEnv):
         n = self.num_envs
         self._step_reward = np.zeros(n, dtype=np.float32)
         self._step_terminated = np.zeros(n, dtype=np.bool_)
+        self._obs_tmp = np.zeros((6, n), dtype=np.float32) if obs_type == "state" else None
         self._raster = None if self.layout is None else Raster(self.layout, n)
         if self._raster is not None and not self.copy:
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
@@ -280,12 +289,8 @@ class BatchPong(BatchEnv):
     # ---------------------------------------------------------------- kernels
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
         p = self.params
-        s.score_left[:] = 0
-        s.score_right[:] = 0
-        s.left_y[:] = p.top_wall / 2
-        s.right_y[:] = p.top_wall / 2
-        s.action_left[:] = NOOP
-        s.action_right[:] = NOOP
+        _fill(s, _INT_FIELDS, 0)  # scores 0-0, last actions NOOP
+        _fill(s, _PADDLE_FIELDS, p.top_wall / 2)
         if self.mode == "rally":
             serve_straight(s, slice(None), rng, p)
         else:
@@ -316,7 +321,7 @@ class BatchPong(BatchEnv):
         bounce_off_walls(s, p)
         if self.mode == "rally":
             reward += np.float32(1)
-        at_paddle = np.flatnonzero(ball_at_paddle_columns(s, p))
+        at_paddle = ball_at_paddle_columns(s, p).nonzero()[0]
         if at_paddle.size:
             missed = bounce_off_paddles(s, at_paddle, p)
             if missed.size:
@@ -366,8 +371,11 @@ class BatchPong(BatchEnv):
 
     def observe(self, s: State, out: np.ndarray) -> None:
         if self._raster is None:
-            np.multiply(fields_view(s, _OBS_FIELDS).T, self._obs_scale, out=out)
-            out += self._obs_offset
+            # scale in the fields' (contiguous) order, then one strided write: 2x faster
+            # than computing in out's (env, field) order
+            tmp = self._obs_tmp if len(s) == self.num_envs else None
+            tmp = np.multiply(fields_view(s, _OBS_FIELDS), self._obs_scale_col, out=tmp)
+            np.add(tmp, self._obs_offset_col, out=out.T)
         elif out is self._obs and s is self.state:
             out.flags.writeable = True
             try:
@@ -437,16 +445,17 @@ _PARAM_NAMES = {f.name for f in dataclasses.fields(PongParams)}
 
 # -------------------------------------------------------------------- the rules
 def move_paddle(paddle_y: np.ndarray, action: np.ndarray, p: PongParams) -> None:
-    """The agent's paddle moves ``paddle_speed`` cells up or down, staying on court."""
-    paddle_y += _DIRECTION[action] * np.float32(p.paddle_speed)
-    np.clip(paddle_y, np.float32(p.paddle_min), np.float32(p.paddle_max), out=paddle_y)
+    """A controlled paddle moves ``paddle_speed`` cells up or down, staying on court."""
+    paddle_y += _paddle_steps(p.paddle_speed)[action]
+    _clip(paddle_y, np.float32(p.paddle_min), np.float32(p.paddle_max), out=paddle_y)
 
 
 def track_ball(paddle_y: np.ndarray, ball_y: np.ndarray, p: PongParams) -> None:
     """The CPU paddle moves towards the ball's row, at most ``cpu_speed`` cells per step."""
     speed = np.float32(p.cpu_speed)
-    paddle_y += np.clip(ball_y - paddle_y, -speed, speed)
-    np.clip(paddle_y, np.float32(p.paddle_min), np.float32(p.paddle_max), out=paddle_y)
+    move = ball_y - paddle_y
+    paddle_y += _clip(move, -speed, speed, out=move)
+    _clip(paddle_y, np.float32(p.paddle_min), np.float32(p.paddle_max), out=paddle_y)
 
 
 def move_ball(s: State) -> None:
@@ -458,7 +467,7 @@ def move_ball(s: State) -> None:
 def bounce_off_walls(s: State, p: PongParams) -> None:
     """A ball past the top (y < 0) or bottom (y > height-1) wall is reflected back."""
     top = np.float32(p.top_wall)
-    out = np.flatnonzero((s.ball_y < 0) | (s.ball_y > top))
+    out = ((s.ball_y < 0) | (s.ball_y > top)).nonzero()[0]
     if out.size:
         y = s.ball_y[out]
         s.ball_y[out] = np.where(y < 0, -y, (top + top) - y)
@@ -474,19 +483,18 @@ def bounce_off_paddles(s: State, rows: np.ndarray, p: PongParams) -> np.ndarray:
     """Of ``rows`` (balls at a paddle plane), a paddle within reach returns the ball: x is
     reflected off the plane, vx reversed, and vy gets spin from where the ball hit.
     Returns the rows whose ball was missed."""
-    x = s.ball_x[rows]
+    bodies = _take(s, _OBS_FIELDS, rows)  # (6, k): x, y, vx, vy, left_y, right_y
+    x, y, vx, vy = bodies[0], bodies[1], bodies[2], bodies[3]
     left = x < np.float32(p.left_plane)
-    offset = s.ball_y[rows] - np.where(left, s.left_y[rows], s.right_y[rows])
+    offset = y - np.where(left, bodies[4], bodies[5])
     hit = np.abs(offset) <= np.float32(p.paddle_reach)
-    returned = rows[hit]
-    if returned.size:
-        plane = np.where(left[hit], np.float32(2 * p.left_plane),
-                         np.float32(2 * p.right_plane))
-        s.ball_x[returned] = plane - x[hit]
-        s.ball_vx[returned] = -s.ball_vx[returned]
-        limit = np.float32(p.max_ball_vy)
-        s.ball_vy[returned] = np.clip(
-            s.ball_vy[returned] + offset[hit] * np.float32(p.spin), -limit, limit)
+    plane = np.where(left, np.float32(2 * p.left_plane), np.float32(2 * p.right_plane))
+    np.subtract(plane, x, out=x, where=hit)
+    np.negative(vx, out=vx, where=hit)
+    limit = np.float32(p.max_ball_vy)
+    vy_spun = vy + offset * np.float32(p.spin)
+    np.copyto(vy, _clip(vy_spun, -limit, limit, out=vy_spun), where=hit)
+    _put(s, _BALL_FIELDS, rows, bodies[:4])
     return rows[~hit]
 
 
@@ -494,22 +502,63 @@ def score_points(s: State, rows: np.ndarray, reward: np.ndarray, terminated: np.
                  p: PongParams) -> None:
     """A missed ball is a point for the other side (+1 added to the reward when the left side
     scores, -1 when the right side does); reaching ``points_to_win`` ends the game."""
-    agent_scored = s.ball_x[rows] > np.float32(p.right_plane)
-    reward[rows] += np.where(agent_scored, np.float32(1), np.float32(-1))
-    s.score_left[rows] += agent_scored
-    s.score_right[rows] += ~agent_scored
-    terminated[rows] = np.maximum(s.score_left[rows], s.score_right[rows]) >= p.points_to_win
+    left_scored = s.ball_x[rows] > np.float32(p.right_plane)
+    reward[rows] += np.where(left_scored, np.float32(1), np.float32(-1))
+    scores = _take(s, _SCORE_FIELDS, rows)  # (2, k) int8
+    scores[0] += left_scored
+    scores[1] += ~left_scored
+    _put(s, _SCORE_FIELDS, rows, scores)
+    terminated[rows] = np.maximum(scores[0], scores[1]) >= p.points_to_win
 
 
 def serve(s: State, rows: np.ndarray | slice, rng: BatchRandom, p: PongParams) -> None:
     """The ball restarts from the centre column at a row uniform in the middle half of the
     court, towards a random side, with vy uniform in [-serve_vy, serve_vy]."""
     u = rng.random((3,))  # per row: side, row, vy (float64, cast once to float32)
-    s.ball_x[rows] = p.width / 2
-    s.ball_y[rows] = (p.height / 4 + u[:, 1] * (p.top_wall / 2)).astype(np.float32)
-    s.ball_vx[rows] = np.where(u[:, 0] < 0.5, np.float32(-p.ball_speed),
-                               np.float32(p.ball_speed))
-    s.ball_vy[rows] = ((2 * u[:, 2] - 1) * p.serve_vy).astype(np.float32)
+    ball = np.empty((4, len(u)), dtype=np.float32)  # x, y, vx, vy
+    ball[0] = p.width / 2
+    ball[1] = p.height / 4 + u[:, 1] * (p.top_wall / 2)
+    ball[2] = np.where(u[:, 0] < 0.5, np.float32(-p.ball_speed), np.float32(p.ball_speed))
+    ball[3] = (2 * u[:, 2] - 1) * p.serve_vy
+    _put(s, _BALL_FIELDS, rows, ball)
+
+
+# ------------------------------------------------------------------- kernel helpers
+_BALL_FIELDS = _OBS_FIELDS[:4]
+_SCORE_FIELDS = ["score_left", "score_right"]
+_INT_FIELDS = ["score_left", "score_right", "action_left", "action_right"]
+_PADDLE_FIELDS = ["left_y", "right_y"]
+
+
+@functools.cache
+def _paddle_steps(speed: float) -> np.ndarray:
+    """A paddle's move per action (NOOP, UP, DOWN), in float32 cells."""
+    return _DIRECTION * np.float32(speed)
+
+
+def _fill(s: State, names: list[str], value: float) -> None:
+    if isinstance(s, State):
+        fields_view(s, names)[...] = value
+    else:
+        for name in names:
+            getattr(s, name)[...] = value
+
+
+def _take(s: State, names: list[str], rows: np.ndarray | slice) -> np.ndarray:
+    """Copies of fields ``names`` (consecutive, one dtype) at ``rows``, as one
+    ``(len(names), k)`` array (one gather instead of one per field)."""
+    if isinstance(s, State):
+        return fields_view(s, names)[:, rows]
+    return np.stack([getattr(s, name)[rows] for name in names])  # any object of fields
+
+
+def _put(s: State, names: list[str], rows: np.ndarray | slice, values: np.ndarray) -> None:
+    """Write ``values`` (``(len(names), k)``) into fields ``names`` at ``rows``."""
+    if isinstance(s, State):
+        fields_view(s, names)[:, rows] = values
+    else:
+        for name, v in zip(names, values):
+            getattr(s, name)[rows] = v
 
 
 def serve_straight(s: State, rows: np.ndarray | slice, rng: BatchRandom,

@@ -1,0 +1,101 @@
+"""Command line: ``python -m batchenv <command> <env> [options]`` (also ``batchenv ...``).
+
+    python -m batchenv bench pong     # a short throughput table (about 20 s)
+    python -m batchenv play pong      # play BatchPong against the CPU (needs pygame)
+
+Each command is a subparser; each env a choice of it, so commands and envs can be added
+without touching the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "build_parser", "bench_pong"]
+
+
+def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15,
+               repeats: int = 5, ale: bool = True, out=sys.stdout) -> list[dict]:
+    """Print BatchPong's throughput next to the plain-Python baseline (and ALE when ale-py
+    is installed), all measured in this run; returns the rows."""
+    from batchenv.envs import _pong_bench as b
+
+    def line(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    plain = b.time_plain(repeats=repeats, block=block)
+    ale_s = b.time_ale(repeats=3, block=max(block, 0.3)) if ale and b.ale_available() else None
+    line("BatchPong throughput (env-steps/s, median of "
+         f"{repeats} timed blocks; NEXT_STEP auto-reset, validation on)")
+    line(f"baseline: PlainPong (plain Python floats, one game in a loop) "
+         f"{1 / plain / 1e6:.2f} M steps/s" + (f"; ALE/Pong-v5 (ale-py, defaults) "
+                                               f"{1 / ale_s / 1e3:.2f} k steps/s"
+                                               if ale_s else "; ALE: ale-py not installed"))
+    line("")
+    header = (f"{'obs_type':<8} {'copy':<5} {'num_envs':>8} {'µs/step':>9} {'ns/env-step':>11} "
+              f"{'M env-steps/s':>13} {'x PlainPong':>11}" + (f" {'x ALE':>7}" if ale_s else ""))
+    line(header)
+    line("-" * len(header))
+    rows = []
+    cases = [("state", True, n) for n in sizes]
+    cases += [("tiles", True, 4096), ("pixels", True, 4096), ("pixels", False, 4096)]
+    for obs_type, copy, n in cases:
+        t = b.time_batch(n, repeats=repeats, block=block, obs_type=obs_type, copy=copy)
+        per_env = t / n
+        row = {"obs_type": obs_type, "copy": copy, "num_envs": n, "seconds_per_step": t,
+               "env_steps_per_s": 1 / per_env, "vs_plain": plain / per_env,
+               "vs_ale": (ale_s / per_env) if ale_s else None}
+        rows.append(row)
+        line(f"{obs_type:<8} {str(copy):<5} {n:>8} {t * 1e6:>9.1f} {per_env * 1e9:>11.1f} "
+             f"{1 / per_env / 1e6:>13.2f} {plain / per_env:>11.1f}"
+             + (f" {ale_s / per_env:>7.0f}" if ale_s else ""))
+    line("")
+    line("Full figures: python benchmarks/bench_pong.py; plot: python benchmarks/plot_scaling.py")
+    return rows
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="batchenv", description=(
+        "batchenv: thousands of RL environments stepped as one."))
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    bench = commands.add_parser("bench", help="print a short throughput table")
+    bench.add_argument("env", choices=["pong"], help="the env to measure")
+    bench.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 65536],
+                       help="num_envs values for the state observation")
+    bench.add_argument("--block", type=float, default=0.15,
+                       help="seconds per timed block (default 0.15)")
+    bench.add_argument("--repeats", type=int, default=5, help="timed blocks per figure")
+    bench.add_argument("--no-ale", action="store_true", help="skip the ALE baseline")
+
+    play = commands.add_parser("play", help="play an env with the keyboard (needs pygame)")
+    play.add_argument("env", choices=["pong"], help="the env to play")
+    play.add_argument("--mode", choices=["cpu", "two_player", "rally"], default="cpu",
+                      help="cpu: you (W/S or arrow keys) vs the CPU; two_player: W/S vs "
+                           "arrow keys; rally: the seed's rally game")
+    play.add_argument("--fps", type=int, default=30, help="steps per second")
+    play.add_argument("--scale", type=int, default=12, help="pixels per court cell")
+    play.add_argument("--points", type=int, default=21, help="points to win a game")
+    play.add_argument("--seed", type=int, default=None)
+    play.add_argument("--steps", type=int, default=None,
+                      help="stop after this many steps (default: until the window closes)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "bench":
+        bench_pong(args.sizes, args.block, args.repeats, ale=not args.no_ale)
+        return 0
+    if args.command == "play":
+        from batchenv.play import play_pong
+
+        return play_pong(mode=args.mode, fps=args.fps, scale=args.scale,
+                         points_to_win=args.points, seed=args.seed, steps=args.steps)
+    raise AssertionError(args.command)  # argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())
