@@ -251,7 +251,8 @@ def test_render_plumbing():
     env.reset(seed=0)
     env.step(np.array([0, 0]))
     assert env.render() == ("count=1", "count=1")
-    assert CounterEnv(2).render() is None  # no render_mode: a warning, no frames
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert CounterEnv(2).render() is None  # no render_mode: a warning, no frames
 
 
 def test_state_layout_fields_are_contiguous_and_consecutive_fields_form_a_block():
