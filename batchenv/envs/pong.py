@@ -377,13 +377,22 @@ class BatchPong(BatchEnv):
             tmp = np.multiply(fields_view(s, _OBS_FIELDS), self._obs_scale_col, out=tmp)
             np.add(tmp, self._obs_offset_col, out=out.T)
         elif out is self._obs and s is self.state:
-            out.flags.writeable = True
-            try:
+            if out.flags.writeable:
                 self._raster.update(s, out)
-            finally:
-                out.flags.writeable = self.copy
+            else:  # copy=False: the canvas is read-only for the caller
+                out.flags.writeable = True
+                try:
+                    self._raster.update(s, out)
+                finally:
+                    out.flags.writeable = False
         else:
             self._raster.draw(s, out)
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        super().__setstate__(d)
+        if self._raster is not None:  # an unpickled buffer may not own its memory
+            self._obs = np.array(self._obs, copy=True)
+            self._obs.flags.writeable = self.copy
 
     # ---------------------------------------------------------------- rendering
     def render_envs(self, s: State) -> np.ndarray | list[str]:
