@@ -1,0 +1,240 @@
+"""batchenv.adapters.to_sb3: Stable-Baselines3's VecEnv contract, checked against a reference
+env stepped from the same snapshots, and SB3's PPO learning BatchCartPole through it."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+pytest.importorskip("stable_baselines3")
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize  # noqa: E402
+
+from batchenv.adapters import to_sb3  # noqa: E402
+from batchenv.envs.cartpole import BatchCartPole  # noqa: E402
+from batchenv.envs.pong import BatchPong  # noqa: E402
+
+MODES = [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
+X_LIMIT, THETA_LIMIT = 2.4, 12 * 2 * np.pi / 360  # CartPole-v1's termination thresholds
+
+
+def test_is_an_sb3_vecenv_with_single_env_spaces():
+    env = BatchPong(5)
+    venv = to_sb3(env)
+    assert isinstance(venv, VecEnv)
+    assert venv.num_envs == 5
+    assert venv.observation_space == env.single_observation_space
+    assert venv.action_space == env.single_action_space
+    assert venv.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+    with pytest.raises(TypeError, match="VectorEnv"):
+        to_sb3(gym.make("CartPole-v1"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reset_returns_observations_only_seeded_like_gymnasium(mode):
+    venv = to_sb3(BatchCartPole(4, autoreset_mode=mode))
+    assert venv.seed(7) == [7, 8, 9, 10]
+    obs = venv.reset()
+    assert isinstance(obs, np.ndarray) and obs.shape == (4, 4) and obs.dtype == np.float32
+    expected, _ = BatchCartPole(4).reset(seed=7)  # env i seeded 7 + i
+    np.testing.assert_array_equal(obs, expected)
+    assert len(venv.reset_infos) == 4
+    again = venv.reset()  # seeds are used once: the streams go on
+    assert not np.array_equal(again, obs)
+    venv.seed(7)
+    np.testing.assert_array_equal(venv.reset(), expected)
+
+
+@pytest.mark.parametrize("copy", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+def test_step_contract_and_terminal_observation_is_the_true_final_obs(mode, copy):
+    """Every step, a reference env restored from a snapshot of the adapted env takes the
+    same actions without auto-reset: its observations are the true next observations."""
+    n, limit = 8, 30
+    env = BatchCartPole(n, autoreset_mode=mode, copy=copy, max_episode_steps=limit)
+    reference = BatchCartPole(n, autoreset_mode=AutoresetMode.DISABLED,
+                              max_episode_steps=limit)
+    venv = to_sb3(env)
+    venv.seed(0)
+    obs = venv.reset()
+    rng = np.random.default_rng(0)
+    terminated_seen = truncated_seen = 0
+    for _ in range(250):
+        actions = rng.integers(0, 2, n)
+        reference.set_state(env.get_state())
+        true_next, _, ref_term, ref_trunc, _ = reference.step(actions)
+        previous = obs
+        previous_copy = obs.copy()
+
+        obs, rewards, dones, infos = venv.step(actions)
+
+        assert obs.shape == (n, 4) and obs.dtype == np.float32
+        assert rewards.shape == (n,) and rewards.dtype == np.float32
+        assert dones.shape == (n,) and dones.dtype == np.bool_
+        assert isinstance(infos, list) and len(infos) == n
+        assert len({id(info) for info in infos}) == n  # one dict per env
+        np.testing.assert_array_equal(previous, previous_copy)  # returned arrays are ours
+        np.testing.assert_array_equal(rewards, 1.0)
+        np.testing.assert_array_equal(dones, ref_term | ref_trunc)
+        live = ~dones
+        np.testing.assert_array_equal(obs[live], true_next[live])
+        for i in np.flatnonzero(live):
+            assert "terminal_observation" not in infos[i]
+        for i in np.flatnonzero(dones):
+            final = infos[i]["terminal_observation"]
+            np.testing.assert_array_equal(final, true_next[i])
+            assert infos[i]["TimeLimit.truncated"] == bool(ref_trunc[i] and not ref_term[i])
+            if ref_term[i]:  # the pole fell or the cart left: the final state shows it
+                terminated_seen += 1
+                assert abs(final[0]) > X_LIMIT or abs(final[2]) > THETA_LIMIT
+            else:
+                truncated_seen += 1
+            # and the returned observation starts the next episode
+            assert np.all(np.abs(obs[i]) <= 0.05)
+    assert terminated_seen > 10 and truncated_seen > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_time_limit_truncated_only_when_not_terminated(mode):
+    """An episode that terminates on its last allowed step is not a time-limit end."""
+    env = BatchCartPole(2, autoreset_mode=mode, max_episode_steps=1)
+    venv = to_sb3(env)
+    venv.reset()
+    state = env.get_state()
+    state["theta"] = [0.2, 0.0]  # env 0 falls in this step, env 1 stays up
+    state["theta_dot"] = [2.0, 0.0]
+    env.set_state(state)
+    _, _, dones, infos = venv.step(np.array([0, 0]))
+    assert dones.tolist() == [True, True]
+    assert [info["TimeLimit.truncated"] for info in infos] == [False, True]
+
+
+def test_episode_statistics_reach_sb3_like_monitor_infos():
+    venv = to_sb3(RecordEpisodeStatistics(BatchCartPole(6, autoreset_mode="SameStep")))
+    venv.seed(1)
+    venv.reset()
+    lengths = np.zeros(6, dtype=int)
+    ended = 0
+    for _ in range(100):
+        _, _, dones, infos = venv.step(np.ones(6, dtype=np.int64))  # always push right
+        lengths += 1
+        for i in np.flatnonzero(dones):
+            ended += 1
+            assert infos[i]["episode"]["l"] == lengths[i]
+            assert infos[i]["episode"]["r"] == lengths[i]  # +1 per step
+            lengths[i] = 0
+    assert ended >= 6
+    # SB3's own VecMonitor reads the same episodes
+    monitored = VecMonitor(to_sb3(BatchCartPole(3)))
+    monitored.reset()
+    infos = []
+    while not any("episode" in info for info in infos):
+        _, _, _, infos = monitored.step(np.zeros(3, dtype=np.int64))
+    assert all(info["episode"]["r"] > 0 for info in infos if "episode" in info)
+
+
+def test_get_attr_set_attr_env_method_env_is_wrapped():
+    env = BatchCartPole(4, max_episode_steps=500)
+    venv = to_sb3(RecordEpisodeStatistics(env))
+    venv.reset()
+    assert venv.get_attr("num_envs") == [4, 4, 4, 4]
+    assert venv.get_attr("max_episode_steps", indices=[1, 3]) == [500, 500]  # inner env's
+    assert venv.get_attr("render_mode", indices=2) == [None]
+    assert venv.has_attr("get_state") and not venv.has_attr("no_such_attribute")
+    with pytest.raises(AttributeError):
+        venv.get_attr("no_such_attribute")
+
+    states = venv.env_method("get_state")
+    assert len(states) == 4 and states[0].shape == (4,)
+    np.testing.assert_array_equal(states[0], env.get_state())
+    assert len(venv.env_method("get_state", indices=[2])) == 1
+
+    venv.set_attr("max_episode_steps", 3)
+    assert env.max_episode_steps == 3
+    for _ in range(3):
+        _, _, dones, infos = venv.step(np.array([0, 1, 0, 1]))
+    assert dones.all() and all(info["TimeLimit.truncated"] for info in infos)
+    with pytest.raises(ValueError, match="indices=None"):
+        venv.set_attr("max_episode_steps", 9, indices=[0])
+
+    assert venv.env_is_wrapped(RecordEpisodeStatistics) == [True] * 4
+    assert venv.env_is_wrapped(Monitor, indices=[0]) == [False]
+    assert to_sb3(env).env_is_wrapped(RecordEpisodeStatistics) == [False] * 4
+
+
+def test_render_tiles_one_frame_per_env():
+    venv = to_sb3(BatchPong(4, render_mode="rgb_array"))
+    venv.reset()
+    frames = venv.get_images()
+    assert len(frames) == 4
+    height, width, _ = frames[0].shape
+    image = venv.render("rgb_array")
+    assert image.shape == (2 * height, 2 * width, 3) and image.dtype == np.uint8
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert to_sb3(BatchPong(2)).render() is None  # no render_mode: SB3 warns, None
+
+
+def test_works_under_sb3_wrappers_and_column_actions():
+    venv = VecNormalize(to_sb3(BatchCartPole(4, autoreset_mode="SameStep")))
+    obs = venv.reset()
+    assert obs.shape == (4, 4)
+    seen_terminal = False
+    for _ in range(60):
+        obs, _, dones, infos = venv.step(np.zeros((4, 1), dtype=np.int64))  # (n, 1) actions
+        for i in np.flatnonzero(dones):
+            seen_terminal = True
+            assert infos[i]["terminal_observation"].shape == (4,)
+    assert seen_terminal
+
+
+def test_gymnasium_sync_vector_env_next_step():
+    """The adapter is not batchenv-specific: Gymnasium's SyncVectorEnv (NEXT_STEP)."""
+    venv = to_sb3(gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync"))
+    venv.seed(5)
+    venv.reset()
+    done_count = 0
+    for _ in range(80):
+        obs, _, dones, infos = venv.step(np.ones(3, dtype=np.int64))
+        for i in np.flatnonzero(dones):
+            done_count += 1
+            final = infos[i]["terminal_observation"]
+            assert abs(final[0]) > X_LIMIT or abs(final[2]) > THETA_LIMIT
+            assert np.all(np.abs(obs[i]) <= 0.05)
+    assert done_count >= 3
+
+
+def test_sb3_ppo_learns_batch_cartpole():
+    torch = pytest.importorskip("torch")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    torch.set_num_threads(1)
+
+    def eval_env():
+        venv = VecMonitor(to_sb3(BatchCartPole(16, autoreset_mode="SameStep")))
+        venv.seed(10_000)
+        return venv
+
+    model = PPO("MlpPolicy", VecMonitor(to_sb3(BatchCartPole(16, autoreset_mode="SameStep"))),
+                n_steps=64, batch_size=256, n_epochs=10, learning_rate=1e-3, gamma=0.98,
+                gae_lambda=0.8, seed=0, device="cpu")
+    before, _ = evaluate_policy(model, eval_env(), n_eval_episodes=32)
+
+    # a random policy, for scale: CartPole-v1 lasts about 22 steps
+    random_env = eval_env()
+    random_env.reset()
+    rng = np.random.default_rng(0)
+    random_returns: list[float] = []
+    while len(random_returns) < 32:
+        _, _, _, infos = random_env.step(rng.integers(0, 2, 16))
+        random_returns += [info["episode"]["r"] for info in infos if "episode" in info]
+    random_mean = float(np.mean(random_returns))
+    assert 10 < random_mean < 40
+
+    model.learn(total_timesteps=20_000)
+    after, _ = evaluate_policy(model, eval_env(), n_eval_episodes=32)
+    assert after > 200 and after > 5 * random_mean and after > before + 100, (
+        before, after, random_mean)
