@@ -1,5 +1,26 @@
 """The native batched environments, one module each."""
 
+from batchenv.envs.acrobot import AcrobotParams, BatchAcrobot
+from batchenv.envs.cartpole import BatchCartPole, CartPoleParams
+from batchenv.envs.continuous_mountain_car import (
+    BatchMountainCarContinuous,
+    MountainCarContinuousParams,
+)
+from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
+from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
 
-__all__ = ["BatchPong", "PongParams"]
+__all__ = [
+    "AcrobotParams",
+    "BatchAcrobot",
+    "BatchCartPole",
+    "BatchMountainCar",
+    "BatchMountainCarContinuous",
+    "BatchPendulum",
+    "BatchPong",
+    "CartPoleParams",
+    "MountainCarContinuousParams",
+    "MountainCarParams",
+    "PendulumParams",
+    "PongParams",
+]
