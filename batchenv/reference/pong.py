@@ -313,8 +313,9 @@ class PlainPong:
     """BatchPong's game against the CPU (default rules), one game, in plain Python floats and
     the :mod:`random` module: what a Python programmer would write. The speed baseline.
 
-    ``step(action)`` returns ``(obs, reward, terminated, truncated)`` with ``obs`` the
-    6-float state list of BatchPong, and starts a new game by itself when one ends.
+    ``step(action)`` returns ``(obs, reward, terminated, truncated, info)`` as Gymnasium does,
+    with ``obs`` the 6-float state list of BatchPong; it checks the action, as BatchPong
+    does, and starts a new game by itself when one ends.
     """
 
     def __init__(self, seed: int | None = None, max_episode_steps: int = 10_000) -> None:
@@ -339,7 +340,9 @@ class PlainPong:
         return [self.x / 19.5 - 1.0, self.y / 14.5 - 1.0, self.vx, self.vy / 3.0,
                 self.left_y / 14.5 - 1.0, self.right_y / 14.5 - 1.0]
 
-    def step(self, action: int) -> tuple[list[float], float, bool, bool]:
+    def step(self, action: int) -> tuple[list[float], float, bool, bool, dict]:
+        if action not in (0, 1, 2):
+            raise ValueError(f"action must be 0, 1 or 2, got {action!r}")
         # agent paddle
         y = self.left_y + (0.0, -2.0, 2.0)[action]
         self.left_y = 2.0 if y < 2.0 else (27.0 if y > 27.0 else y)
@@ -377,4 +380,4 @@ class PlainPong:
         obs = self.observe()
         if terminated or truncated:
             self.reset()
-        return obs, reward, terminated, truncated
+        return obs, reward, terminated, truncated, {}
