@@ -15,18 +15,25 @@ vectorized ``powf``; the difference is ~1e-10 (see the class docstring).
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+import batchenv
 from batchenv.envs import (
+    AcrobotParams,
     BatchAcrobot,
     BatchCartPole,
     BatchMountainCar,
     BatchMountainCarContinuous,
     BatchPendulum,
+    CartPoleParams,
+    PendulumParams,
 )
+from batchenv.envs._classic import uniform_rows
+from batchenv.random import BatchRandom
 
 N = 64
 
@@ -197,3 +204,290 @@ OPTION_CASES = {
 def test_constructor_options_match_gymnasium(name):
     counts = run_parity(OPTION_CASES[name], seed=1)
     assert counts["steps"] >= 64 * 200
+
+
+# ------------------------------------------------------------------------ start states
+def ks_statistic(a, b):
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical
+    CDFs of samples ``a`` and ``b``."""
+    a, b = np.sort(a), np.sort(b)
+    both = np.concatenate([a, b])
+    cdf_a = np.searchsorted(a, both, side="right") / len(a)
+    cdf_b = np.searchsorted(b, both, side="right") / len(b)
+    return np.abs(cdf_a - cdf_b).max()
+
+
+def ks_critical(n, m, alpha=1e-3):
+    """Reject "same distribution" above this (asymptotic two-sample KS bound)."""
+    return np.sqrt(-np.log(alpha / 2) / 2) * np.sqrt((n + m) / (n * m))
+
+
+START_BOUNDS = {  # gym id: per field (low, high) of the start state; None: exactly 0
+    "CartPole-v1": [(-0.05, 0.05)] * 4,
+    "MountainCar-v0": [(-0.6, -0.4), None],
+    "MountainCarContinuous-v0": [(-0.6, -0.4), None],
+    "Acrobot-v1": [(-0.1, 0.1)] * 4,
+    "Pendulum-v1": [(-np.pi, np.pi), (-1.0, 1.0)],
+}
+
+
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_start_states_match_gymnasiums_distribution(gym_id):
+    case = CASES[gym_id]
+    ours = case.cls(20_000)
+    ours.reset(seed=123)
+    mine = ours.get_state()
+    theirs_env = gym.make(gym_id).unwrapped
+    theirs = np.array([np.asarray(theirs_env.reset(seed=s) and theirs_env.state,
+                                  dtype=np.float64) for s in range(3000)])
+    for j, (name, bounds) in enumerate(zip(case.fields, START_BOUNDS[gym_id])):
+        values = mine[name].astype(np.float64)
+        if bounds is None:
+            assert (values == 0).all() and (theirs[:, j] == 0).all()
+            continue
+        low, high = bounds
+        assert low <= values.min() and values.max() <= high, name
+        assert values.min() < low + 0.01 * (high - low)  # fills the range
+        assert values.max() > high - 0.01 * (high - low)
+        d = ks_statistic(values, theirs[:, j])
+        assert d < ks_critical(len(values), len(theirs)), (name, d)
+        # and the test can tell a wrong distribution apart
+        assert ks_statistic(values * 0.9, theirs[:, j]) > ks_critical(len(values), len(theirs))
+    if gym_id in ("Acrobot-v1", "MountainCarContinuous-v0"):  # float32 start states
+        for name in case.fields:
+            assert (mine[name] == mine[name].astype(np.float32)).all()
+
+
+def test_start_state_options_are_constructor_parameters():
+    env = BatchCartPole(5000, reset_low=0.1, reset_high=0.2)
+    env.reset(seed=0)
+    block = np.stack([env.get_state()[f] for f in ("x", "x_dot", "theta", "theta_dot")])
+    assert block.min() >= 0.1 and block.max() < 0.2
+    env = BatchPendulum(5000, x_init=0.5, y_init=0.25)
+    env.reset(seed=0)
+    state = env.get_state()
+    assert np.abs(state["th"]).max() <= 0.5 and np.abs(state["th"]).max() > 0.49
+    assert np.abs(state["thdot"]).max() <= 0.25
+    env = BatchMountainCar(2000, reset_low=-0.3, reset_high=-0.2)
+    env.reset(seed=0)
+    assert env.get_state()["position"].min() >= -0.3
+    env = BatchAcrobot(2000, reset_low=-0.2, reset_high=0.2)
+    env.reset(seed=0)
+    assert np.abs(env.get_state()["theta1"]).max() > 0.15
+
+
+@pytest.mark.parametrize("rows", [np.array([0, 3, 4, 9, 31]), slice(None)])
+@pytest.mark.parametrize("low,high,k", [(-0.05, 0.05, 4), (-0.6, -0.4, 1),
+                                        ([-np.pi, -1.0], [np.pi, 1.0], 2)])
+def test_fast_start_state_draws_are_batchrandoms_draws(rows, low, high, k):
+    env = BatchCartPole(32)
+    env.reset(seed=7)
+    before = env.state.rng_counter.copy()
+    fast = uniform_rows(env.state, rows, low, high, k)
+    after = env.state.rng_counter.copy()
+    env.state.rng_counter[...] = before
+    reference = BatchRandom(env.state.rng_key, env.state.rng_counter).at(
+        np.arange(32)[rows]).uniform(low, high, (k,))
+    np.testing.assert_array_equal(fast, reference.T)
+    np.testing.assert_array_equal(after, env.state.rng_counter)
+    assert (after[rows] == before[rows] + k).all()
+
+
+def test_auto_reset_draws_from_the_rows_own_streams():
+    """A row's start states depend only on its seed: resets of other rows, or their
+    number, change nothing (the sparse reset path and the full reset agree)."""
+    env = BatchCartPole(6, autoreset_mode="SameStep")
+    env.reset(seed=40)
+    twin = BatchCartPole(1, autoreset_mode="SameStep")
+    twin.reset(seed=43)
+    for _ in range(200):
+        _, _, te, tr, info = env.step(np.ones(6, dtype=np.int64))
+        _, _, te1, tr1, _ = twin.step(np.ones(1, dtype=np.int64))
+        assert te[3] == te1[0] and tr[3] == tr1[0]
+    np.testing.assert_array_equal(env.get_state()[3:4], twin.get_state())
+
+
+# ------------------------------------------------------------------------ construction
+def test_gymnasium_make_vec_and_batchenv_make_return_the_batched_envs():
+    for gym_id, case in CASES.items():
+        env = gym.make_vec(f"batchenv/{gym_id}", num_envs=8)
+        assert type(env) is case.cls and env.num_envs == 8
+        assert env.max_episode_steps == gym.spec(gym_id).max_episode_steps
+        env = batchenv.make(gym_id, num_envs=8)
+        assert type(env) is case.cls
+        single = gym.make(gym_id)
+        assert env.single_observation_space == single.observation_space
+        assert env.single_action_space == single.action_space
+        assert env.metadata["render_fps"] == single.metadata["render_fps"]
+    env = batchenv.make("CartPole-v1", num_envs=4, sutton_barto_reward=True)
+    assert env.params.sutton_barto_reward
+    assert f"batchenv/{'CartPole-v1'}" in batchenv.list_envs()
+
+
+def test_options_params_and_bad_values():
+    assert BatchPendulum(2, g=9.81).params.g == 9.81
+    base = PendulumParams(m=2.0)
+    env = BatchPendulum(2, params=base, g=3.0, max_episode_steps=7, validate=False)
+    assert (env.params.m, env.params.g, env.max_episode_steps, env.validate) == (2.0, 3.0, 7,
+                                                                               False)
+    assert BatchAcrobot(2, book_or_nips="nips").params.book_or_nips == "nips"
+    assert BatchPendulum(2, max_torque=3.0).single_action_space.high[0] == 3.0
+    with pytest.raises(ValueError, match="book_or_nips"):
+        BatchAcrobot(2, book_or_nips="paper")
+    with pytest.raises(ValueError, match="kinematics_integrator"):
+        BatchCartPole(2, kinematics_integrator="rk4")
+    with pytest.raises(ValueError, match="reset_low"):
+        BatchCartPole(2, reset_low=1.0, reset_high=0.0)
+    with pytest.raises(TypeError, match="CartPoleParams"):
+        BatchCartPole(2, params=AcrobotParams())
+    with pytest.raises(TypeError):
+        BatchCartPole(2, gravty=9.8)  # a typo is not swallowed
+    assert dataclasses.replace(CartPoleParams(), gravity=1.0).total_mass == 1.1
+
+
+def test_out_of_bound_actions_are_clipped_like_gymnasium():
+    """Pendulum clips the torque (reward included); MountainCarContinuous clips the force
+    but charges the energy of the action as given."""
+    pend = BatchPendulum(3)
+    pend.reset(seed=0)
+    start = pend.get_state()
+    r_big = pend.step(np.array([[9.0], [-9.0], [2.0]], dtype=np.float32))[1]
+    pend.set_state(start)
+    r_max = pend.step(np.array([[2.0], [-2.0], [2.0]], dtype=np.float32))[1]
+    np.testing.assert_array_equal(r_big, r_max)
+    car = BatchMountainCarContinuous(2)
+    car.reset(seed=0)
+    start = car.get_state()
+    _, r3, *_ = car.step(np.array([[3.0], [1.0]], dtype=np.float32))
+    after3 = car.get_state()
+    car.set_state(start)
+    _, r1, *_ = car.step(np.array([[1.0], [1.0]], dtype=np.float32))
+    np.testing.assert_array_equal(car.get_state()["position"], after3["position"])
+    np.testing.assert_allclose(r3[0], -0.9)
+    np.testing.assert_allclose(r1, -0.1)
+
+
+def test_pickle_and_copy_keep_the_dynamics():
+    for case in CASES.values():
+        env = case.cls(5)
+        env.reset(seed=3)
+        clone = pickle.loads(pickle.dumps(env))
+        act = policy_for(case.gym_id, np.random.default_rng(0))
+        obs = np.zeros((5, *env.single_observation_space.shape), np.float32)
+        for t in range(30):
+            a = act(obs, t)
+            obs, r, te, tr, _ = env.step(a)
+            o2, r2, te2, tr2, _ = clone.step(a)
+            np.testing.assert_array_equal(obs, o2)
+            np.testing.assert_array_equal(r, r2)
+
+
+# ------------------------------------------------------------------------ rendering
+def _scene(gym_id, n=4):
+    """4 envs of ``gym_id`` in far-apart states (ours, and the states for Gymnasium's)."""
+    case = CASES[gym_id]
+    states = {
+        "CartPole-v1": [[-1.5, 0, -0.3, 0], [-0.5, 0, 0.1, 0], [0.5, 0, -0.1, 0],
+                        [1.8, 0, 0.35, 0]],
+        "MountainCar-v0": [[-1.1, 0], [-0.5, 0], [0.0, 0], [0.45, 0]],
+        "MountainCarContinuous-v0": [[-1.1, 0], [-0.5, 0], [0.0, 0], [0.45, 0]],
+        "Acrobot-v1": [[-2.5, 1.0, 0, 0], [-0.5, -2.0, 0, 0], [0.7, 0.3, 0, 0],
+                       [2.9, -0.8, 0, 0]],
+        "Pendulum-v1": [[-2.5, 0], [-1.0, 0], [0.5, 0], [2.0, 0]],
+    }[gym_id][:n]
+    env = case.cls(n, render_mode="rgb_array")
+    env.reset(seed=0)
+    records = env.get_state()
+    for i, state in enumerate(states):
+        for name, value in zip(case.fields, state):
+            records[name][i] = value
+    env.set_state(records)
+    torques = [None, 2.0, -1.5, 0.7][:n]
+    if gym_id == "Pendulum-v1":  # the arrow shows the last torque
+        env._u[:] = [0.0 if u is None else u for u in torques]
+    return env, states, torques
+
+
+SIZES = {"CartPole-v1": (400, 600), "MountainCar-v0": (400, 600),
+         "MountainCarContinuous-v0": (400, 600), "Acrobot-v1": (500, 500),
+         "Pendulum-v1": (500, 500)}
+
+
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_frames_have_gymnasiums_size_and_geometry(gym_id):
+    env, states, _ = _scene(gym_id, 4)
+    frames = env.render()
+    assert isinstance(frames, tuple) and len(frames) == 4
+    for frame in frames:
+        assert frame.shape == (*SIZES[gym_id], 3) and frame.dtype == np.uint8
+        assert (frame == 255).all(axis=2).mean() > 0.8  # a white background
+    assert not np.array_equal(frames[0], frames[1])  # the state shows
+    if gym_id == "CartPole-v1":  # the cart is black, centred at x * 125 + 300
+        for frame, (x, *_rest) in zip(frames, states):
+            black = np.flatnonzero((frame[287:296] == 0).all(axis=2).any(axis=0))
+            assert abs((black.min() + black.max()) / 2 - (x * 125 + 300)) <= 1.5
+    frames[0][0, 0] = 0  # frames are the caller's arrays
+    assert env.render()[0][0, 0, 0] == 255
+    assert BatchCartPole(2).render() is None  # no render_mode: a warning, no frames
+
+
+def _difference(a, b):
+    """Fraction of pixels of either frame whose colour (within 110 in every channel) is
+    found nowhere in the 3 x 3 neighbourhood of the same pixel in the other frame: forgives
+    one-pixel shifts of an edge and the grey of anti-aliasing, not a misplaced shape (every
+    colour Gymnasium draws is more than 120 away from the white background)."""
+
+    def unmatched(x, y):
+        x, y = x.astype(np.int16), np.pad(y.astype(np.int16), ((1, 1), (1, 1), (0, 0)),
+                                          mode="edge")
+        h, w = x.shape[:2]
+        best = np.full((h, w), 255, dtype=np.int16)
+        for dy in range(3):
+            for dx in range(3):
+                gap = np.abs(x - y[dy:dy + h, dx:dx + w]).max(axis=2)
+                np.minimum(best, gap, out=best)
+        return best > 110
+
+    return float(np.mean(unmatched(a, b) | unmatched(b, a)))
+
+
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_frames_look_like_gymnasiums_pygame_frames(gym_id, monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    import pygame  # noqa: F401  (required for this test: `pip install pygame`)
+    env, states, torques = _scene(gym_id, 4)
+    frames = env.render()
+    theirs = []
+    for state, torque in zip(states, torques):
+        reference = gym.make(gym_id, render_mode="rgb_array")
+        reference.reset(seed=0)
+        reference.unwrapped.state = np.array(state, dtype=np.float64)
+        if gym_id == "Pendulum-v1":
+            reference.unwrapped.last_u = torque
+        theirs.append(reference.render())
+        reference.close()
+    for mine, ref in zip(frames, theirs):
+        assert mine.shape == ref.shape
+        assert _difference(mine, ref) < 0.001  # (MountainCar's hill: 0.0007, anti-aliased)
+    assert _difference(frames[0], theirs[3]) > 0.003  # another state looks different
+
+
+# ------------------------------------------------------------------------ docs
+def test_env_pages_are_generated_from_the_docstrings():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "envs" / "generate.py"
+    spec = importlib.util.spec_from_file_location("generate_env_docs", path)
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    assert set(generate.PAGES) == {"cartpole", "mountain_car", "mountain_car_continuous",
+                                   "acrobot", "pendulum"}
+    for name, (cls, params) in generate.PAGES.items():
+        text = generate.page(cls, params)
+        on_disk = (path.parent / f"{name}.md").read_text()
+        assert on_disk == text, f"docs/envs/{name}.md is stale: run python {path}"
+        for section in ("## Description", "## Action Space", "## Observation Space",
+                        "## Rewards", "## Starting State", "## Episode End", "## Arguments",
+                        "## Differences from Gymnasium", "## Version History"):
+            assert section in text, (name, section)

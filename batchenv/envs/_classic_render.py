@@ -326,6 +326,14 @@ def _arrow() -> np.ndarray:
     return _read_png(Path(cc.__file__).parent / "assets" / "clockwise.png")
 
 
+@lru_cache(maxsize=256)
+def _arrow_of_size(size: int) -> np.ndarray:
+    """The arrow smooth-scaled to size x size and flipped vertically (as Gymnasium does)."""
+    arrow = _resize(_arrow(), size, size)[::-1]
+    arrow.flags.writeable = False
+    return arrow
+
+
 def _resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
     """Area-average resampling to (height, width) (like pygame's smoothscale)."""
     if width <= 0 or height <= 0:
@@ -368,8 +376,7 @@ def pendulum_frames(th: np.ndarray, last_u: np.ndarray, p: Any) -> list[np.ndarr
         canvas.circle(int(end[0] + offset), int(end[1] + offset), int(rod_width / 2), red)
         size = int(float(scale * abs(float(u)) / 2))
         if size > 0:
-            arrow = _resize(_arrow(), size, size)
-            arrow = arrow[::-1]  # pygame.transform.flip(img, is_flip, True)
+            arrow = _arrow_of_size(size)  # pygame.transform.flip(img, is_flip, True)
             if u > 0:
                 arrow = arrow[:, ::-1]
             canvas.blend(arrow, offset - size // 2, offset - size // 2)
