@@ -116,6 +116,10 @@ class _Float32Constants:
         self.ball_speed = f(p.ball_speed)
         self.one, self.minus_one = f(1), f(-1)
         self.paddle_steps = _DIRECTION * f(p.paddle_speed)  # per action: NOOP, UP, DOWN
+        self.serve_x = f(p.width / 2)
+        self.serve_mul = np.array([1.0, p.top_wall / 2, 2.0])  # float64, see serve()
+        self.serve_add = np.array([-0.5, p.height / 4, -1.0])
+        self.serve_scale = np.array([1.0, 1.0, p.serve_vy])
 
 
 class BatchPong(BatchEnv):
@@ -585,12 +589,15 @@ def score_points(s: State, rows: np.ndarray, reward: np.ndarray, terminated: np.
 def serve(s: State, rows: np.ndarray | slice, rng: BatchRandom, p: PongParams) -> None:
     """The ball restarts from the centre column at a row uniform in the middle half of the
     court, towards a random side, with vy uniform in [-serve_vy, serve_vy]."""
-    u = rng.random((3,))  # per row: side, row, vy (float64, cast once to float32)
+    k = p.f32
+    u = rng.random((3,))  # per row: side, row, vy, uniform in [0, 1) (float64)
+    u *= k.serve_mul  # in float64, in the order of the rule's formulas:
+    u += k.serve_add  # side - 1/2, height/4 + row * (height-1)/2, 2 * vy - 1
+    u *= k.serve_scale  # ..., (2 * vy - 1) * serve_vy
     ball = np.empty((4, len(u)), dtype=np.float32)  # x, y, vx, vy
-    ball[0] = p.width / 2
-    ball[1] = p.height / 4 + u[:, 1] * (p.top_wall / 2)
-    ball[2] = np.where(u[:, 0] < 0.5, -p.f32.ball_speed, p.f32.ball_speed)
-    ball[3] = (2 * u[:, 2] - 1) * p.serve_vy
+    ball[0] = k.serve_x
+    ball[1::2] = u[:, 1:].T  # y, vy: cast once to float32
+    np.copysign(k.ball_speed, u[:, 0], out=ball[2])  # towards the left when side < 1/2
     _put(s, _BALL_FIELDS, rows, ball)
 
 
