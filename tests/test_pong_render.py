@@ -76,7 +76,7 @@ def test_render_tiled_is_the_frames_in_order():
         np.testing.assert_array_equal(tiled[r * (h + 2):r * (h + 2) + h,
                                             c * (w + 2):c * (w + 2) + w], frames[k])
     assert not tiled[h:h + 2].any() and not tiled[h + 2:, 2 * (w + 2):].any()
-    assert env.render_tiled().shape == (3 * h + 4, 3 * w + 4, 3)  # all 7, 3 columns
+    assert env.render_tiled().shape == (3 * h + 8, 3 * w + 8, 3)  # all 7, 3 columns
 
 
 def test_render_tiled_without_render_mode_and_errors():

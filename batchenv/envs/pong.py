@@ -447,7 +447,7 @@ class BatchPong(BatchEnv):
         return PALETTE[labels]
 
     def render_tiled(self, k: int | None = None, cols: int | None = None,
-                     gap: int = 2) -> np.ndarray:
+                     gap: int = 4) -> np.ndarray:
         """One RGB image of the first ``k`` envs (default: all, at most 64), laid out in
         env order row by row on a grid of ``cols`` columns (default: about square),
         separated by ``gap`` black pixels. Works with any ``render_mode``."""
