@@ -491,3 +491,58 @@ def test_env_pages_are_generated_from_the_docstrings():
                         "## Rewards", "## Starting State", "## Episode End", "## Arguments",
                         "## Differences from Gymnasium", "## Version History"):
             assert section in text, (name, section)
+
+
+# ------------------------------------------------------------------------ fast_trig
+def test_fast_sin_cos_is_within_one_ulp_of_the_c_library():
+    from batchenv.envs.cartpole import FAST_TRIG_RANGE, sin_cos
+
+    x = np.concatenate([np.linspace(-FAST_TRIG_RANGE, FAST_TRIG_RANGE, 200_001),
+                        [0.0, 1e-300, -0.51, 0.7, -3.0, 100.0]])
+    s, c, z = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    sin_cos(x, s, c, z)
+    for mine, exact in ((s, np.sin(x)), (c, np.cos(x))):
+        ulps = np.abs(mine - exact) / np.spacing(np.abs(exact))
+        assert ulps.max() <= 1.0
+        assert (mine == exact).mean() > 0.95
+    np.testing.assert_array_equal(s[-4:], np.sin(x[-4:]))  # beyond the range: the C library
+
+
+def test_fast_trig_cartpole_steps_like_gymnasium_to_1e_12():
+    """With ``fast_trig=True`` a step from Gymnasium's state agrees to ~1e-15 (sine and
+    cosine may differ by one ulp); Gymnasium's state is copied in before every step."""
+    case = CASES["CartPole-v1"]
+    ours = BatchCartPole(N, fast_trig=True)
+    theirs = gymnasium_vec(case)
+    act = policy_for("CartPole-v1", np.random.default_rng(2))
+    ours.reset(seed=2)
+    obs, _ = theirs.reset(seed=2)
+    differ = 0
+    for t in range(300):
+        sync_start_states(case, ours, theirs, np.arange(N))
+        action = act(obs, t)
+        o1, r1, te1, tr1, _ = ours.step(action)
+        obs, r2, te2, tr2, _ = theirs.step(action)
+        records = ours.get_state()
+        fresh = records["elapsed_steps"] == 0  # reset by this step: other random draws
+        mine = np.stack([records[f] for f in case.fields], axis=1)[~fresh]
+        gyms = np.array([theirs.envs[i].unwrapped.state for i in np.flatnonzero(~fresh)])
+        np.testing.assert_allclose(mine, gyms, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(o1[~fresh], obs[~fresh], rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(te1, te2)
+        np.testing.assert_array_equal(tr1, tr2)
+        differ += int((mine != gyms).any(axis=1).sum())
+    assert differ > 0  # the polynomials are really used (else this test proves nothing)
+
+
+def test_fast_trig_results_do_not_depend_on_the_batch_size():
+    big = BatchCartPole(16, fast_trig=True)
+    big.reset(seed=9)
+    one = BatchCartPole(1, fast_trig=True)
+    one.reset(seed=14)
+    actions = np.random.default_rng(0).integers(0, 2, (100, 16))
+    for a in actions:
+        o_big = big.step(a)[0]
+        o_one = one.step(a[5:6])[0]
+        np.testing.assert_array_equal(o_big[5], o_one[0])

@@ -39,6 +39,7 @@ class CartPoleParams:
     theta_threshold_radians: float = 12 * 2 * math.pi / 360  # |theta| beyond this ends it
     x_threshold: float = 2.4  # m, |x| beyond this ends the episode
     sutton_barto_reward: bool = False  # 0 per step and -1 on termination, not +1 per step
+    fast_trig: bool = False  # sine and cosine by polynomial: ~1.5x faster, not bit for bit
     reset_low: float = -0.05  # start states: every variable uniform in [low, high)
     reset_high: float = 0.05  # (Gymnasium's reset(options={"low": .., "high": ..}))
 
@@ -113,7 +114,8 @@ class BatchCartPole(ClassicControlEnv):
 
     ``BatchCartPole(num_envs, *, params=CartPoleParams(...), **overrides,
     **BatchEnv options)``: any field of :class:`CartPoleParams` may be given as a keyword:
-    ``sutton_barto_reward`` (Gymnasium's constructor option), the physical constants
+    ``sutton_barto_reward`` (Gymnasium's constructor option), ``fast_trig`` (see below),
+    the physical constants
     (``gravity``, ``masscart``, ``masspole``, ``length``, ``force_mag``, ``tau``,
     ``kinematics_integrator``, thresholds: Gymnasium's attributes of the same names), and
     ``reset_low``/``reset_high``. ``autoreset_mode``, ``max_episode_steps``, ``copy``,
@@ -121,6 +123,13 @@ class BatchCartPole(ClassicControlEnv):
     Gymnasium's) as in :class:`~batchenv.BatchEnv`. Also
     ``gymnasium.make_vec("batchenv/CartPole-v1", num_envs=N)`` and
     ``batchenv.make("CartPole-v1", num_envs=N)``.
+
+    ``fast_trig=True`` computes sin and cos of the pole angle with polynomials
+    (:func:`sin_cos`) instead of the C library: a step costs ~35% less at N >= 4096 (the
+    two C library calls are ~45% of Gymnasium's own step there), but a sine or cosine may
+    differ from Gymnasium's by one unit in the last place (for ~1% of angles), so
+    trajectories agree to ~1e-15 per step instead of bit for bit, and drift apart over
+    long balanced episodes (the upright pole is unstable). The default is bit for bit.
 
     ## Differences from Gymnasium
 
@@ -199,6 +208,7 @@ class CartPoleConstants:
         self.four_thirds, self.tau = c(4.0 / 3.0), c(p.tau)
         self.x_threshold, self.theta_threshold = c(p.x_threshold), c(p.theta_threshold_radians)
         self.euler = p.kinematics_integrator == "euler"
+        self.fast_trig = p.fast_trig
 
 
 def push_force(action: np.ndarray, k: CartPoleConstants) -> np.ndarray:
@@ -213,8 +223,11 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
     of the cart-pole system", 2007), with Gymnasium's operations in Gymnasium's order (so
     the results match bit for bit). ``work``: four scratch rows."""
     temp, den, cos, sin = work[0], work[1], work[2], work[3]
-    np.cos(theta, out=cos)
-    np.sin(theta, out=sin)
+    if k.fast_trig:
+        sin_cos(theta, sin, cos, temp)
+    else:
+        np.cos(theta, out=cos)
+        np.sin(theta, out=sin)
     # temp = (force + polemass_length * theta_dot**2 * sin) / total_mass
     np.multiply(theta_dot, theta_dot, out=temp)
     temp *= k.polemass_length
@@ -236,6 +249,44 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
     xacc *= cos
     xacc /= k.total_mass
     np.subtract(temp, xacc, out=xacc)
+
+
+#: Taylor coefficients of sin(x) = x + x * sum_k S[k] z**(k+1) and
+#: cos(x) = 1 + sum_k C[k] z**(k+1), z = x * x; truncated beyond x**17, x**18: below
+#: 1e-20 for |x| <= FAST_TRIG_RANGE.
+_S = [(-1) ** (k + 1) / math.factorial(2 * k + 3) for k in range(7)]
+_C = [(-1) ** (k + 1) / math.factorial(2 * k + 2) for k in range(8)]
+_S_K = [np.array(c) for c in _S]
+_C_K = [np.array(c) for c in _C]
+_ONE = np.array(1.0)
+#: Where sin_cos uses its polynomials; beyond, the C library (a CartPole episode ends at
+#: |theta| > 0.21, so this is rare).
+FAST_TRIG_RANGE = 0.5
+
+
+def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> None:
+    """``sin(x)`` and ``cos(x)`` by Horner's rule on their Taylor series, in ~35 numpy
+    calls that run at memory speed: 2.5-4x faster than ``np.sin`` + ``np.cos`` (the C
+    library's, one element at a time, ~7 ns each). At most one unit in the last place
+    from the C library's results (equal for ~99% of angles); angles beyond
+    :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
+    np.multiply(x, x, out=z)
+    np.multiply(z, _S_K[-1], out=sin)
+    for c in _S_K[-2::-1]:
+        sin += c
+        sin *= z
+    sin *= x
+    sin += x
+    np.multiply(z, _C_K[-1], out=cos)
+    for c in _C_K[-2::-1]:
+        cos += c
+        cos *= z
+    cos += _ONE
+    np.abs(x, out=z)
+    if z.max() > FAST_TRIG_RANGE:
+        wide = np.flatnonzero(z > FAST_TRIG_RANGE)
+        sin[wide] = np.sin(x[wide])
+        cos[wide] = np.cos(x[wide])
 
 
 def integrate(s: State, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConstants,
