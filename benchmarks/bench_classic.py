@@ -6,9 +6,10 @@ Prints three markdown tables of env-steps per second (median of ``--repeats`` ti
 each ~0.15 s of this process's CPU time, so that other processes on a shared machine
 disturb less; the runs of the two sides alternate, so what load remains hits both alike):
 
-1. ``BatchCartPole`` vs Gymnasium's ``CartPoleVectorEnv``
+1. ``BatchCartPole`` (default, bit for bit, and ``fast_trig=True``) vs Gymnasium's
+   ``CartPoleVectorEnv``
    (``gymnasium.make_vec("CartPole-v1", N, vectorization_mode="vector_entry_point")``) at
-   N = 256, 4096, 65536, and the ratio;
+   N = 256, 4096, 65536, and the ratios;
 2. every env at N = 4096 vs Gymnasium's ``SyncVectorEnv`` of the same id, and the ratio;
 3. every env at N = 1, 256, 4096, 65536.
 
@@ -105,12 +106,15 @@ def main() -> None:
           f"{np.__version__}; env-steps/s, median of {repeats} runs\n")
 
     print("BatchCartPole vs Gymnasium CartPoleVectorEnv (vector_entry_point)\n")
-    print("| N | batchenv | CartPoleVectorEnv | ratio |\n|---|---|---|---|")
+    print("| N | batchenv | batchenv fast_trig | CartPoleVectorEnv | ratio | ratio fast_trig |"
+          "\n|---|---|---|---|---|---|")
     for n in (256, 4096, 65536):
         gym_vec = gym.make_vec("CartPole-v1", num_envs=n,
                                vectorization_mode="vector_entry_point")
-        a, b = side_by_side([ours("CartPole-v1", n), gym_vec], repeats)
-        print(f"| {n} | {fmt(a)} | {fmt(b)} | {a / b:.2f}x |", flush=True)
+        fast = batchenv.BatchCartPole(n, fast_trig=True)
+        a, f, b = side_by_side([ours("CartPole-v1", n), fast, gym_vec], repeats)
+        print(f"| {n} | {fmt(a)} | {fmt(f)} | {fmt(b)} | {a / b:.2f}x | {f / b:.2f}x |",
+              flush=True)
 
     print(f"\nEach env at N={sync_n} vs Gymnasium SyncVectorEnv\n")
     print("| env | batchenv | SyncVectorEnv | ratio |\n|---|---|---|---|")
