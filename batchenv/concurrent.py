@@ -148,6 +148,11 @@ def _listed(idx: Sequence[int], limit: int = 10) -> str:
     return f"[{shown}, ... ({len(idx)} envs in all)]" if len(idx) > limit else f"[{shown}]"
 
 
+def _short_repr(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -1062,8 +1067,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         t = self._resolve_timeout(timeout)
         try:
             finished = self._wait_done(batch, t)
-        except BaseException:  # KeyboardInterrupt while waiting
-            self._abandon(batch, mark_broken)
+        except BaseException:  # KeyboardInterrupt while waiting: the step's results are lost
+            self._abandon(batch, mark_broken, everything=True)
             raise
         self._settle(batch, finished, t, method, mark_broken)
         return batch.results
@@ -1087,9 +1092,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                 await asyncio.wait({fut}, timeout=wait)
                 if ramp and not fut.done():
                     self._ramp(batch)
-        except BaseException:  # cancelled
-            if not batch.done.acquire(False):
-                self._abandon(batch, mark_broken)
+        except BaseException:  # cancelled: the caller gets none of the results
+            self._abandon(batch, mark_broken, everything=True)
             raise
         self._settle(batch, batch.done.acquire(False), t, method, mark_broken)
         return batch.results
@@ -1118,12 +1122,16 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 
         return fut, on_done
 
-    def _abandon(self, batch: _Batch, mark_broken: bool) -> None:
+    def _abandon(self, batch: _Batch, mark_broken: bool, everything: bool = False) -> None:
         """Give up on the unfinished part of ``batch`` (timeout, cancellation, Ctrl-C):
-        claim nothing more, cancel its tasks, and mark the envs it had started as broken."""
+        claim nothing more, cancel its tasks, and mark as broken the envs it had started
+        (``everything``: all its envs, when the caller gets none of the results)."""
         batch.stop()
         if mark_broken:
-            started = batch.timed_out[2] if batch.timed_out else batch.pending_envs()[1]
+            if everything:
+                started = batch.indices()
+            else:
+                started = batch.timed_out[2] if batch.timed_out else batch.pending_envs()[1]
             if started:
                 self._broken[started] = True
                 self._ready = False
@@ -1138,6 +1146,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         errors = dict(list(batch.errors.items()))
         if batch.timed_out is not None:
             t, late, _ = batch.timed_out
+            for i in late:  # their tasks' cancellation is our doing, not an env error
+                errors.pop(i, None)
             cause = None
             if errors:
                 cause = SubEnvError(method, errors)
@@ -1399,27 +1409,36 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         env_obs = self._env_obs
         add_info = self._add_info
         infos: dict[str, Any] = {}
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            for i, (obs, reward, term, trunc, info, final) in enumerate(results):
-                env_obs[i] = obs
-                rewards[i] = reward
-                terminations[i] = term
-                truncations[i] = trunc
-                if final is not None:
-                    infos = add_info(infos, final, i)
-                if info:
-                    infos = add_info(infos, info, i)
-        else:
-            for i, result in enumerate(results):
-                if result is _FROZEN:  # DISABLED: obs unchanged, reward 0, flags False
-                    continue
-                obs, reward, term, trunc, info = result
-                env_obs[i] = obs
-                rewards[i] = reward
-                terminations[i] = term
-                truncations[i] = trunc
-                if info:
-                    infos = add_info(infos, info, i)
+        i = 0
+        try:
+            if self.autoreset_mode is AutoresetMode.SAME_STEP:
+                for i, (obs, reward, term, trunc, info, final) in enumerate(results):
+                    env_obs[i] = obs
+                    rewards[i] = reward
+                    terminations[i] = term
+                    truncations[i] = trunc
+                    if final is not None:
+                        infos = add_info(infos, final, i)
+                    if info:
+                        infos = add_info(infos, info, i)
+            else:
+                for i, result in enumerate(results):
+                    if result is _FROZEN:  # DISABLED: obs unchanged, reward 0, flags False
+                        continue
+                    obs, reward, term, trunc, info = result
+                    env_obs[i] = obs
+                    rewards[i] = reward
+                    terminations[i] = term
+                    truncations[i] = trunc
+                    if info:
+                        infos = add_info(infos, info, i)
+        except (TypeError, ValueError, AttributeError) as exc:
+            self._broken[:] = True  # the bookkeeping of this step is incomplete
+            self._ready = False
+            raise ValueError(
+                f"env {i}'s step() returned {_short_repr(results[i])}; expected (obs, reward, "
+                "terminated, truncated, info) with a dict info; every env must be reset"
+            ) from exc
         self._observations = concatenate(
             self.single_observation_space, env_obs, self._observations
         )

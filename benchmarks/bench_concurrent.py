@@ -10,12 +10,15 @@ machine hits them all) and the ratios the issue asks about:
     executor): env-steps/s of ConcurrentVectorEnv (thread, asyncio) vs SyncVectorEnv.
 (b) 32 such envs: ConcurrentVectorEnv vs AsyncVectorEnv (one process per env).
 (c) CartPole-v1, 16 envs (cheap, CPU-bound): time per step vs SyncVectorEnv.
+(d) for the docs' "which tool" table, 16 envs whose step is 1 ms of CPU work, either pure
+    Python (holds the GIL) or C code that releases it (hashlib): threads vs processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import platform
 import statistics
@@ -67,20 +70,57 @@ class AsyncWaitEnv(AsyncEnv):
         return np.zeros(4, np.float32), 1.0, False, False, {}
 
 
+class PythonWorkEnv(WaitEnv):
+    """A step that computes for about 1 ms in pure Python, holding the GIL."""
+
+    loops = 20_000
+
+    def step(self, action):
+        x = 0
+        for k in range(self.loops):
+            x += k * k
+        return np.zeros(4, np.float32), float(x % 7), False, False, {}
+
+
+class ReleasingWorkEnv(WaitEnv):
+    """A step that computes for about 1 ms in C code releasing the GIL (hashlib on 1 MB)."""
+
+    data = b"x" * 1_000_000
+
+    def step(self, action):
+        digest = hashlib.sha256(self.data).digest()
+        return np.zeros(4, np.float32), float(digest[0]), False, False, {}
+
+
 def cartpole() -> gym.Env:
     return gym.make("CartPole-v1")
 
 
-def make_systems(n: int, which: list[str], cpu: bool) -> dict[str, gym.vector.VectorEnv]:
-    fn: Callable[[], gym.Env] = cartpole if cpu else WaitEnv
+def make_systems(n: int, which: list[str], fn: Callable[[], gym.Env],
+                 afn: Callable[[], AsyncEnv] | None = None) -> dict[str, gym.vector.VectorEnv]:
     makers = {
         "SyncVectorEnv": lambda: SyncVectorEnv([fn] * n),
         "AsyncVectorEnv": lambda: AsyncVectorEnv([fn] * n),
         "Concurrent thread": lambda: ConcurrentVectorEnv([fn] * n, executor="thread"),
-        "Concurrent asyncio": lambda: ConcurrentVectorEnv(
-            [fn if cpu else AsyncWaitEnv] * n, executor="asyncio"),
+        "Concurrent asyncio": lambda: ConcurrentVectorEnv([afn or fn] * n, executor="asyncio"),
     }
     return {name: makers[name]() for name in which}
+
+
+def calibrate() -> None:
+    """Size the CPU-work envs' loops so that one step takes about 1 ms here."""
+    env = PythonWorkEnv()
+    start = time.perf_counter()
+    for _ in range(5):
+        env.step(0)
+    PythonWorkEnv.loops = max(1, int(PythonWorkEnv.loops * 1e-3 / ((time.perf_counter() - start)
+                                                                 / 5)))
+    env = ReleasingWorkEnv()
+    start = time.perf_counter()
+    for _ in range(5):
+        env.step(0)
+    per_mb = (time.perf_counter() - start) / 5
+    ReleasingWorkEnv.data = b"x" * max(4096, int(1_000_000 * 1e-3 / per_mb))
 
 
 def measure(systems: dict, steps: dict[str, int], repeats: int) -> dict[str, float]:
@@ -105,17 +145,14 @@ def measure(systems: dict, steps: dict[str, int], repeats: int) -> dict[str, flo
 
 
 def report(title: str, n: int, per_step: dict[str, float], baseline: str, goal: str) -> None:
+    """Print a table; ``goal`` "throughput" shows speed-ups, "time" shows time ratios."""
     print(f"\n{title}")
-    print(f"  {'system':<22}{'time/step':>12}{'env-steps/s':>14}{'vs ' + baseline:>22}")
+    column = f"speed-up vs {baseline}" if goal == "throughput" else f"time vs {baseline}"
+    print(f"  {'system':<22}{'time/step':>12}{'env-steps/s':>14}{column:>30}")
     base = per_step[baseline]
     for name, t in per_step.items():
-        if name == baseline:
-            ratio = "1.00x"
-        elif goal == "throughput":
-            ratio = f"{base / t:.2f}x faster"
-        else:
-            ratio = f"{t / base:.2f}x the time"
-        print(f"  {name:<22}{t * 1e3:>10.3f}ms{n / t:>14,.0f}{ratio:>22}")
+        ratio = base / t if goal == "throughput" else t / base
+        print(f"  {name:<22}{t * 1e3:>10.3f}ms{n / t:>14,.0f}{ratio:>29.2f}x")
 
 
 def main() -> None:
@@ -130,7 +167,8 @@ def main() -> None:
 
     n = 200
     per_step = measure(
-        make_systems(n, ["SyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], False),
+        make_systems(n, ["SyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], WaitEnv,
+                     AsyncWaitEnv),
         {"SyncVectorEnv": 1, "Concurrent thread": 20, "Concurrent asyncio": 20},
         max(1, min(r, 3)),  # SyncVectorEnv takes 2 s per step
     )
@@ -139,7 +177,8 @@ def main() -> None:
 
     n = 32
     per_step = measure(
-        make_systems(n, ["AsyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], False),
+        make_systems(n, ["AsyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], WaitEnv,
+                     AsyncWaitEnv),
         {"AsyncVectorEnv": 30, "Concurrent thread": 30, "Concurrent asyncio": 30},
         r,
     )
@@ -149,13 +188,24 @@ def main() -> None:
     n = 16
     per_step = measure(
         make_systems(n, ["SyncVectorEnv", "Concurrent thread", "Concurrent asyncio",
-                         "AsyncVectorEnv"], True),
+                         "AsyncVectorEnv"], cartpole),
         {"SyncVectorEnv": 1000, "Concurrent thread": 1000, "Concurrent asyncio": 1000,
          "AsyncVectorEnv": 300},
         r,
     )
     report(f"(c) CartPole-v1, {n} envs, CPU-bound (goal: <= 3x SyncVectorEnv's time per step)",
            n, per_step, "SyncVectorEnv", "time")
+
+    calibrate()
+    for cls, what in ((PythonWorkEnv, "pure Python, holds the GIL"),
+                      (ReleasingWorkEnv, "C code releasing the GIL")):
+        per_step = measure(
+            make_systems(n, ["SyncVectorEnv", "Concurrent thread", "AsyncVectorEnv"], cls),
+            {"SyncVectorEnv": 20, "Concurrent thread": 20, "AsyncVectorEnv": 20},
+            r,
+        )
+        report(f"(d) {n} envs, each step ~1 ms of CPU work, {what} (for the docs' table)",
+               n, per_step, "SyncVectorEnv", "throughput")
     print(f"\ntotal benchmark time {time.perf_counter() - t0:.0f} s")
 
 

@@ -739,7 +739,8 @@ def test_factory_error_names_the_env_and_closes_the_others():
     def bad():
         raise OSError("simulator not reachable")
 
-    with pytest.raises(SubEnvError, match=r"env 2 raised in env_fn\(\): OSError: simulator not reachable") as exc_info:
+    match = r"env 2 raised in env_fn\(\): OSError: simulator not reachable"
+    with pytest.raises(SubEnvError, match=match) as exc_info:
         ConcurrentVectorEnv([good, good, bad, good])
     assert exc_info.value.env_index == 2 and isinstance(exc_info.value.__cause__, OSError)
     assert len(made) == 3 and all(env.close_calls == 1 for env in made)
@@ -884,7 +885,8 @@ def test_error_names_the_env_with_the_original_traceback(make, executor):
     envs = make(fns, executor=executor)
     envs.reset()
     envs.step([1, 1, 1, 1])
-    with pytest.raises(SubEnvError, match=r"env 2 raised in step\(\): ValueError: bad thing") as exc_info:
+    match = r"env 2 raised in step\(\): ValueError: bad thing"
+    with pytest.raises(SubEnvError, match=match) as exc_info:
         envs.step([1, 1, 1, 1])
     err = exc_info.value
     assert err.env_index == 2 and err.method == "step" and list(err.errors) == [2]
@@ -941,8 +943,9 @@ def test_asyncio_timeout_cancels_the_task_and_close_returns():
     envs = ConcurrentVectorEnv([lambda: AFaultyEnv(), lambda: AFaultyEnv(block=True)],
                                executor="asyncio")
     envs.reset()
-    with pytest.raises(SubEnvTimeoutError, match=r"envs \[1\]"):
+    with pytest.raises(SubEnvTimeoutError, match=r"envs \[1\]") as exc_info:
         envs.step([0, 0], timeout=0.2)
+    assert exc_info.value.env_indices == [1] and exc_info.value.__cause__ is None
     assert _close_returns(envs)
     assert envs.envs[1].cancelled  # the stuck coroutine was cancelled
 
@@ -964,7 +967,7 @@ def test_close_after_a_failure_returns_and_reports_close_errors():
     envs.reset()
     with pytest.raises(SubEnvError):
         envs.step([0, 0])
-    with pytest.raises(SubEnvError, match=r"env 1 raised in close\(\): OSError: socket already gone"):
+    with pytest.raises(SubEnvError, match=r"env 1 raised in close\(\): OSError: socket already"):
         envs.close()
     assert envs.closed
     assert [e.close_calls for e in envs.envs] == [1, 1]
@@ -1022,3 +1025,63 @@ def test_asyncenv_base_seeds_np_random():
 def test_repr_names_env_id_and_executor(make):
     envs = make([lambda: gym.make("CartPole-v1")] * 2, executor="asyncio")
     assert repr(envs) == "ConcurrentVectorEnv(CartPole-v1, num_envs=2, executor='asyncio')"
+
+
+class SlowCountEnv(CountEnv):
+    def step(self, action):
+        time.sleep(0.2)
+        return super().step(action)
+
+
+def test_cancelled_astep_abandons_the_step_and_asks_for_a_reset(make):
+    envs = make([CountEnv, SlowCountEnv], max_workers=2)
+
+    async def main():
+        await envs.areset()
+        task = asyncio.create_task(envs.astep([1, 1]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(ResetNeeded, match=r"envs \[0, 1\]"):
+            await envs.astep([1, 1])
+        obs, _ = await envs.areset()  # waits for env 1's abandoned step (never concurrent)
+        assert np.all(obs == [0, 0])
+        obs, *_ = await envs.astep([1, 1])
+        return obs
+
+    assert np.all(asyncio.run(main()) == [1, 1])
+
+
+def test_malformed_step_results_name_the_env(make):
+    class BadReturn(CountEnv):
+        def step(self, action):
+            return self.count, 0.0
+
+    envs = make([CountEnv, BadReturn])
+    envs.reset()
+    with pytest.raises(ValueError, match=r"env 1's step\(\) returned \(0, 0.0\)"):
+        envs.step([0, 0])
+    with pytest.raises(ResetNeeded):
+        envs.step([0, 0])
+
+
+@pytest.mark.parametrize("vectorization", ["thread", "asyncio", None])
+def test_batchenv_make_builds_concurrent_envs_for_ids_without_a_native_env(vectorization):
+    import batchenv
+
+    env = batchenv.make("FrozenLake-v1", 3, vectorization=vectorization,
+                        autoreset_mode=AutoresetMode.SAME_STEP, is_slippery=True)
+    ref = batchenv.make("FrozenLake-v1", 3, vectorization="sync",
+                        autoreset_mode=AutoresetMode.SAME_STEP, is_slippery=True)
+    try:
+        assert isinstance(env, ConcurrentVectorEnv)
+        assert env.executor == (vectorization or "thread")
+        assert env.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+        assert_same(ref.reset(seed=11), env.reset(seed=11), "reset")
+        for t in range(40):
+            actions = np.array([t % 4, (t + 1) % 4, (t + 2) % 4])
+            assert_steps_equal(ref.step(actions), env.step(actions), t)
+    finally:
+        env.close()
+        ref.close()
