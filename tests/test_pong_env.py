@@ -251,6 +251,17 @@ def test_mirror_obs():
     tiles = BatchPong(2, obs_type="tiles")
     t, _ = tiles.reset(seed=0)
     np.testing.assert_array_equal(BatchPong.mirror_obs(t, "tiles"), t[:, :, ::-1])
+    # pixels: the mirrored frame of a game is the frame of the mirrored game
+    env = BatchPong(256, obs_type="pixels", mode="two_player")
+    env.reset(seed=1)
+    for a in random_actions(env, 30):
+        pix = env.step(a)[0]
+    st = env.get_state()
+    st["ball_x"], st["ball_vx"] = 39 - st["ball_x"], -st["ball_vx"]
+    st["left_y"], st["right_y"] = st["right_y"].copy(), st["left_y"].copy()
+    np.testing.assert_array_equal(BatchPong.mirror_obs(pix, "pixels"), env.set_state(st))
+    with pytest.raises(ValueError):
+        BatchPong.mirror_obs(pix, "rgb")
 
 
 def test_rally_idle_paddles_bounce_forever_until_the_time_limit():

@@ -466,17 +466,26 @@ class BatchPong(BatchEnv):
     @staticmethod
     def mirror_obs(obs: np.ndarray, obs_type: str = "state") -> np.ndarray:
         """The right player's view of observations (a batch): the court flipped left-right,
-        so the right paddle appears as the left one (for self-play in ``two_player``)."""
+        so the right paddle appears as the left one (for self-play in ``two_player``). For
+        pixels the two paddles' gray levels are swapped too."""
         if obs_type == "state":
             out = np.array(obs, dtype=np.float32, copy=True)
             out[..., 0] *= -1
             out[..., 2] *= -1
             out[..., 4], out[..., 5] = obs[..., 5], obs[..., 4]
             return out
-        return np.ascontiguousarray(obs[..., ::-1])
+        if obs_type == "pixels":
+            return _SWAP_PADDLE_LEVELS[obs[..., ::-1]]
+        if obs_type == "tiles":
+            return np.ascontiguousarray(obs[..., ::-1])
+        raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
 
 
 MODES = ("cpu", "two_player", "rally")
+_PIXEL_LEVELS = pixel_layout((30, 40), 5)
+_SWAP_PADDLE_LEVELS = np.arange(256, dtype=np.uint8)
+_SWAP_PADDLE_LEVELS[[_PIXEL_LEVELS.left_paddle, _PIXEL_LEVELS.right_paddle]] = [
+    _PIXEL_LEVELS.right_paddle, _PIXEL_LEVELS.left_paddle]
 OBS_TYPES = ("state", "tiles", "pixels")
 
 
