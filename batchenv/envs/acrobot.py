@@ -155,7 +155,8 @@ class BatchAcrobot(ClassicControlEnv):
     def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
         p = self.params
         draws = uniform_rows(s, rows, p.reset_low, p.reset_high, 4)
-        fields_view(s, _FIELDS)[:, rows] = draws.astype(np.float32)
+        for name, values in zip(_FIELDS, draws.astype(np.float32)):  # float32, as Gymnasium
+            getattr(s, name)[rows] = values
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
