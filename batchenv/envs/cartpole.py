@@ -125,7 +125,7 @@ class BatchCartPole(ClassicControlEnv):
     ``batchenv.make("CartPole-v1", num_envs=N)``.
 
     ``fast_trig=True`` computes sin and cos of the pole angle with polynomials
-    (:func:`sin_cos`) instead of the C library: a step costs ~35% less at N >= 4096 (the
+    (:func:`sin_cos`) instead of the C library: a step costs 30-45% less at N >= 4096 (the
     two C library calls are ~45% of Gymnasium's own step there), but a sine or cosine may
     differ from Gymnasium's by one unit in the last place (for ~1% of angles), so
     trajectories agree to ~1e-15 per step instead of bit for bit, and drift apart over
