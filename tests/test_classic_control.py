@@ -549,3 +549,59 @@ def test_fast_trig_results_do_not_depend_on_the_batch_size():
         o_big = big.step(a)[0]
         o_one = one.step(a[5:6])[0]
         np.testing.assert_array_equal(o_big[5], o_one[0])
+
+
+# ------------------------------------------------------------------------ rules at the edges
+EDGE_STATES = {  # states the random runs rarely reach: walls, speed limits, thresholds
+    "CartPole-v1": [[2.4, 0.0, 0.0, 0.0], [np.nextafter(2.4, 3), 0, 0, 0],
+                    [0.0, 0.0, 0.2094395102393195, 0.0], [-2.39, -5.0, -0.2, -3.0],
+                    [0.0, 0.0, 0.7, 9.0], [0.1, 40.0, -3.0, 100.0]],
+    "MountainCar-v0": [[-1.19, -0.05], [-1.2, -0.07], [-1.2, 0.0], [0.49, 0.069],
+                       [0.5, -0.001], [0.59, 0.07], [-0.5, 0.0699]],
+    "MountainCarContinuous-v0": [[-1.19, -0.05], [-1.2, -0.07], [0.44, 0.069], [0.45, 0.0],
+                                 [0.59, 0.07], [-0.52, 0.0699], [0.449999988, 0.001]],
+    "Acrobot-v1": [[3.1, 3.1, 12.0, 28.0], [-3.1, -3.1, -12.5, -28.2], [0.0, 0.0, 0.0, 0.0],
+                   [np.pi, 0.0, 0.0, 0.0], [40.0, -77.0, 100.0, -100.0],
+                   [3.14159, 0.0, 0.0, 0.0]],
+    "Pendulum-v1": [[0.0, 0.0], [np.pi, 7.99], [-np.pi, -8.0], [100.0, 8.0], [-31.4, -7.9],
+                    [1e-300, 0.0]],
+}
+
+
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_edge_states_step_like_gymnasium(gym_id):
+    """From states at the walls, speed limits and termination thresholds (and beyond),
+    every action gives Gymnasium's next observation, reward and flags bit for bit."""
+    case = CASES[gym_id]
+    space = gym.make(gym_id).action_space
+    if isinstance(space, gym.spaces.Discrete):
+        actions = list(range(space.n))
+    else:
+        actions = [np.float32(v) for v in (space.low[0], space.high[0], 0.0,
+                                           3 * space.high[0], 0.3)]
+    rows = [(s, a) for s in EDGE_STATES[gym_id] for a in actions]
+    ours = case.cls(len(rows))
+    ours.reset(seed=0)
+    records = ours.get_state()
+    for i, (state, _) in enumerate(rows):
+        for name, value in zip(case.fields, state):
+            records[name][i] = value
+    ours.set_state(records)
+    if isinstance(space, gym.spaces.Discrete):
+        batch = np.array([a for _, a in rows])
+    else:
+        batch = np.array([[a] for _, a in rows], dtype=np.float32)
+    obs, reward, terminated, _, _ = ours.step(batch)
+    dtype = records.dtype[case.fields[0]]
+    for i, (state, a) in enumerate(rows):
+        env = gym.make(gym_id).unwrapped
+        env.reset(seed=0)
+        env.state = np.array(state, dtype=dtype)
+        o, r, te, _, _ = env.step(a if isinstance(a, int) else np.array([a]))
+        where = f"{gym_id} from {state} with action {a}"
+        np.testing.assert_array_equal(obs[i], o, err_msg=where)
+        if case.reward_rtol:
+            np.testing.assert_allclose(reward[i], r, rtol=case.reward_rtol, err_msg=where)
+        else:
+            assert reward[i] == r, where
+        assert terminated[i] == te, where
