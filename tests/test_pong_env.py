@@ -420,3 +420,25 @@ def test_reference_observations_match_for_each_type():
             ref = ReferencePong(obs_type=obs_type)
             ref.set_record(rec)
             np.testing.assert_array_equal(ref.observe(), obs[i])
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(mode="two_player", frameskip=2),
+                                    dict(mode="rally", repeat_action_probability=0.3)],
+                         ids=str)
+def test_invariants_under_random_play(kwargs):
+    """The ball stays in the court rows with |vx| = 1 and |vy| <= 3, paddles stay on court,
+    scores stay within [0, points_to_win], nothing is NaN."""
+    env = BatchPong(512, obs_type="state", points_to_win=5, **kwargs)
+    env.reset(seed=123)
+    for a in random_actions(env, 400, seed=4):
+        obs = env.step(a)[0]
+        st = env.get_state()
+        assert np.isfinite(obs).all()
+        live = ~st["awaiting_reset"]
+        assert np.all((st["ball_y"] >= 0) & (st["ball_y"] <= 29))
+        assert np.all((st["ball_x"] >= 0) & (st["ball_x"] <= 39))
+        assert np.all(np.abs(st["ball_vx"]) == 1) and np.all(np.abs(st["ball_vy"]) <= 3)
+        assert np.all((st["left_y"] >= 2) & (st["left_y"] <= 27))
+        assert np.all((st["right_y"] >= 2) & (st["right_y"] <= 27))
+        assert np.all(st["score_left"][live] <= 5) and np.all(st["score_right"][live] <= 5)
+        assert np.all(st["score_left"] >= 0) and np.all(st["score_right"] >= 0)

@@ -214,3 +214,31 @@ def test_tile_images_lays_frames_out_in_order():
         np.testing.assert_array_equal(grid[r * 3:r * 3 + 2, c * 4:c * 4 + 3], frames[k])
     assert np.all(grid[2::3] == 0) and np.all(grid[:, 3] == 0)
     np.testing.assert_array_equal(grid[6:8, 4:7], 0)  # the empty sixth cell
+
+
+def test_ball_off_court_is_walls_or_paddle_planes():
+    s = make_state(6, ball_x=[20, 0.5, 38.5, 20, 20, 1.0], ball_y=[10, 10, 10, -0.5, 29.5, 29])
+    assert P.ball_off_court(s, PARAMS).tolist() == [1, 2, 3, 4]
+
+
+@given(st.lists(st.tuples(st.floats(0, 39, width=32), st.floats(-3, 32, width=32),
+                          st.floats(-3, 3, width=32), st.floats(2, 27, width=32),
+                          st.floats(2, 27, width=32)), min_size=1, max_size=30))
+def test_fused_event_pass_equals_the_two_rules(cases):
+    """reflect_off_walls + return_balls on one gathered block == bounce_off_walls then
+    bounce_off_paddles on the state (the step's fused path against the separate rules)."""
+    x, y, vy, ly, ry = (np.array(c, dtype=np.float32) for c in zip(*cases))
+    fields = dict(ball_x=x, ball_y=y, ball_vx=np.where(x < 20, f32(-1), f32(1)), ball_vy=vy,
+                  left_y=ly, right_y=ry)
+    a, b = make_state(len(cases), **fields), make_state(len(cases), **fields)
+    P.bounce_off_walls(a, PARAMS)
+    missed_a = P.bounce_off_paddles(a, P.ball_at_paddle_columns(a, PARAMS).nonzero()[0],
+                                    PARAMS)
+    rows = P.ball_off_court(b, PARAMS)
+    bodies = P._take(b, P._OBS_FIELDS, rows)
+    P.reflect_off_walls(bodies, PARAMS)
+    missed_b = rows[P.return_balls(bodies, PARAMS)]
+    P._put(b, P._BALL_FIELDS, rows, bodies[:4])
+    assert missed_a.tolist() == missed_b.tolist()
+    for name in ("ball_x", "ball_y", "ball_vx", "ball_vy"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
