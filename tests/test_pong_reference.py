@@ -151,3 +151,13 @@ def test_reference_reset_matches_batch_reset():
         np.testing.assert_array_equal(obs, env._obs[i])
         for name in ("ball_x", "ball_y", "ball_vx", "ball_vy", "rng_counter"):
             assert ref.record()[name] == rec[name], name
+
+
+@pytest.mark.parametrize("obs_type,shape", [("tiles", None), ("pixels", (50, 70))])
+def test_custom_court_and_rules(obs_type, shape):
+    """Non-default PongParams (a 16 x 20 court, 4-cell paddles, slower ball, more spin)."""
+    extra = {"pixel_shape": shape} if shape else {}
+    totals = run_pair(4, 200, seed=5, mode="two_player", obs_type=obs_type, height=16,
+                      width=20, paddle_height=4, ball_speed=0.5, spin=1.0, max_ball_vy=2.0,
+                      serve_vy=0.5, points_to_win=2, **extra)
+    assert totals["points"] > 0
