@@ -201,7 +201,7 @@ class BatchPong(BatchEnv):
 
     Terminated when either side reaches ``points_to_win`` (21), or (``rally``) at the first
     miss. Truncated after ``max_episode_steps`` (default 10,000; random play ends a game
-    in about 1,000 steps).
+    in about 1,400 steps).
 
     ## Arguments
 
