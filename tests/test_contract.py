@@ -40,7 +40,8 @@ def actions_for(env, steps, seed=0):
     space.seed(seed)
     out = [space.sample() for _ in range(steps)]
     single = env.single_action_space
-    if isinstance(single, spaces.Box):  # the bounds themselves
+    bounded = isinstance(single, spaces.Box) and single.is_bounded()
+    if bounded and steps > 2:  # the bounds themselves
         out[1] = np.broadcast_to(single.low, space.shape).copy()
         out[2] = np.broadcast_to(single.high, space.shape).copy()
     return out
