@@ -624,7 +624,7 @@ def test_record_episode_statistics_in_both_autoreset_modes(make, mode):
     assert all(r == [6.0, 3.0] for r in episodes)
 
 
-def test_record_video_wrapper_uses_batched_render(make):
+def test_render_returns_the_frames_in_env_order(make):
     envs = make(count_fns("asyncio", 3, render_mode="rgb_array"), executor="asyncio")
     envs.reset(seed=[1, 2, 3])
     frames = envs.render()
@@ -924,11 +924,11 @@ def _close_returns(envs, guard: float = 10.0) -> bool:
 def test_thread_timeout_names_the_env_and_close_still_returns(per_call):
     release = threading.Event()
     fns = [lambda: FaultyEnv(), lambda: FaultyEnv(block=release), lambda: FaultyEnv()]
-    envs = ConcurrentVectorEnv(fns, timeout=None if per_call else 0.3)
+    envs = ConcurrentVectorEnv(fns, timeout=None if per_call else 1.0)
     try:
         envs.reset()
         with pytest.raises(SubEnvTimeoutError, match=r"step\(\) timed out .*envs \[1\]") as e:
-            envs.step([1, 1, 1], timeout=0.3 if per_call else None)
+            envs.step([1, 1, 1], timeout=1.0 if per_call else None)
         assert e.value.env_indices == [1] and isinstance(e.value, TimeoutError)
         with pytest.raises(ResetNeeded, match=r"envs \[1\]"):
             envs.step([1, 1, 1])
@@ -944,7 +944,7 @@ def test_asyncio_timeout_cancels_the_task_and_close_returns():
                                executor="asyncio")
     envs.reset()
     with pytest.raises(SubEnvTimeoutError, match=r"envs \[1\]") as exc_info:
-        envs.step([0, 0], timeout=0.2)
+        envs.step([0, 0], timeout=1.0)
     assert exc_info.value.env_indices == [1] and exc_info.value.__cause__ is None
     assert _close_returns(envs)
     assert envs.envs[1].cancelled  # the stuck coroutine was cancelled
@@ -956,7 +956,7 @@ def test_async_api_timeout(make):
     async def main():
         await envs.areset()
         with pytest.raises(SubEnvTimeoutError, match=r"envs \[1\]"):
-            await envs.astep([0, 0], timeout=0.2)
+            await envs.astep([0, 0], timeout=1.0)
         return True
 
     assert asyncio.run(main())
@@ -984,7 +984,7 @@ def test_close_timeout_warns_and_returns():
     envs = ConcurrentVectorEnv([CountEnv, SlowClose])
     try:
         with pytest.warns(RuntimeWarning, match=r"envs \[1\] did not close"):
-            envs.close(timeout=0.1)
+            envs.close(timeout=1.0)
         assert envs.closed
     finally:
         release.set()
@@ -1085,3 +1085,41 @@ def test_batchenv_make_builds_concurrent_envs_for_ids_without_a_native_env(vecto
     finally:
         env.close()
         ref.close()
+
+
+class ThreadRecordingEnv(CountEnv):
+    def __init__(self):
+        super().__init__()
+        self.threads = {threading.get_ident()}
+
+    def reset(self, *, seed=None, options=None):
+        self.threads.add(threading.get_ident())
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.threads.add(threading.get_ident())
+        return super().step(action)
+
+
+def test_max_workers_one_keeps_every_env_on_one_thread(make):
+    envs = make([ThreadRecordingEnv for _ in range(4)], max_workers=1)
+    envs.reset()
+    for _ in range(5):
+        envs.step([0, 1, 2, 3])
+    envs.reset(options={"reset_mask": np.array([True, False, True, False])})
+    threads = set().union(*envs.get_attr("threads"))
+    assert len(threads) == 1 and threading.get_ident() not in threads
+
+
+def test_observation_mode_different(make):
+    class Wide(RandomInfoEnv):
+        def __init__(self, high):
+            super().__init__()
+            self.observation_space = spaces.Box(-high, high, (3,), np.float32)
+
+    fns = [lambda: Wide(1.0), lambda: Wide(2.0)]
+    ref = SyncVectorEnv(fns, observation_mode="different")
+    envs = make(fns, observation_mode="different")
+    assert envs.observation_space == ref.observation_space
+    assert_same(ref.reset(seed=0), envs.reset(seed=0), "reset")
+    ref.close()
