@@ -11,6 +11,7 @@ kernels over all N games. Every env is a Gymnasium ``VectorEnv``::
 
 from gymnasium.vector import AutoresetMode
 
+from batchenv.concurrent import AsyncEnv, ConcurrentVectorEnv, SubEnvError, SubEnvTimeoutError
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError
 from batchenv.envs import *  # noqa: F403  (every native env class)
 from batchenv.envs import __all__ as _env_names
@@ -21,12 +22,16 @@ from batchenv.state import State
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncEnv",
     "AutoresetMode",
     "BatchEnv",
     "BatchRandom",
     "ClosedEnvError",
+    "ConcurrentVectorEnv",
     "State",
     "StepBeforeResetError",
+    "SubEnvError",
+    "SubEnvTimeoutError",
     "list_envs",
     "make",
     "register_envs",

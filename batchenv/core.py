@@ -86,9 +86,11 @@ class BatchEnv(VectorEnv):
     state_dtype: ClassVar[np.dtype]
     #: Time limit used when the constructor is not given ``max_episode_steps``.
     default_max_episode_steps: ClassVar[int | None] = None
-    #: Box actions outside the space's bounds: clip them (True, as Gymnasium's classic
-    #: control envs do) or raise ``ValueError`` (False).
-    clip_actions: ClassVar[bool] = True
+    #: Box actions outside the space's bounds: ``"clip"`` them to the bounds before the
+    #: kernel sees them (as Gymnasium's classic-control envs do), ``"raise"`` ``ValueError``
+    #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
+    #: NaN and inf always raise.
+    box_action_bounds: ClassVar[str] = "clip"
 
     def __init__(
         self,
@@ -123,8 +125,11 @@ class BatchEnv(VectorEnv):
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        if self.box_action_bounds not in ("clip", "raise", "pass"):
+            raise TypeError(f"{type(self).__name__}.box_action_bounds must be 'clip', 'raise' "
+                            f"or 'pass', got {self.box_action_bounds!r}")
         self._action_check = _action_checker(self.single_action_space, self.num_envs,
-                                             self.clip_actions)
+                                             self.box_action_bounds)
 
         n_envs = self.num_envs
         self.state = State(self.full_state_dtype, n_envs)
@@ -147,6 +152,18 @@ class BatchEnv(VectorEnv):
         its base columns (``elapsed_steps``, ...) are handled by the base class.
         """
         raise NotImplementedError
+
+    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
+        """Fill rows ``rows`` of the full state ``s`` with start states; ``rng`` draws for
+        those rows only.
+
+        The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
+        back. Override it when a start state is a few fields, to write them at ``rows``
+        directly (it must draw exactly what ``reset_envs`` would, so that resets of a subset
+        and of the whole batch agree)."""
+        sub = take_rows(s, rows)
+        self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
+        put_rows(s, rows, sub)
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -320,9 +337,10 @@ class BatchEnv(VectorEnv):
         s.awaiting_reset[...] = False
 
     def _reset_subset(self, idx: np.ndarray) -> None:
-        sub = take_rows(self.state, idx)
-        self._reset_rows(sub, BatchRandom(sub.rng_key, sub.rng_counter))
-        put_rows(self.state, idx, sub)
+        s = self.state
+        self.reset_rows(s, idx, self._rng.at(idx))
+        s.elapsed_steps[idx] = 0
+        s.awaiting_reset[idx] = False
 
     def _reset_same_step(self, done: np.ndarray) -> dict[str, Any]:
         final = take_rows(self.state, done)
@@ -370,7 +388,7 @@ class BatchEnv(VectorEnv):
         self.__dict__.update(d)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = _action_checker(self.single_action_space, self.num_envs,
-                                             self.clip_actions)
+                                             self.box_action_bounds)
 
 
 def _is_int(x: Any) -> bool:
@@ -435,7 +453,7 @@ def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
     return mask
 
 
-def _action_checker(space: gym.Space, num_envs: int, clip: bool):
+def _action_checker(space: gym.Space, num_envs: int, bounds: str):
     """A function validating a batch of actions for ``space``; returns the action array."""
     if isinstance(space, spaces.Discrete):
         return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
@@ -444,7 +462,7 @@ def _action_checker(space: gym.Space, num_envs: int, clip: bool):
         return _discrete_checker(space.start, space.start + space.nvec,
                                  (num_envs, *space.shape), "MultiDiscrete", space)
     if isinstance(space, spaces.Box):
-        return _box_checker(space, num_envs, clip)
+        return _box_checker(space, num_envs, bounds)
     raise TypeError(f"BatchEnv supports Discrete, MultiDiscrete and Box action spaces, "
                     f"got {space}")
 
@@ -478,7 +496,7 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
     return check
 
 
-def _box_checker(space: spaces.Box, num_envs: int, clip: bool):
+def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
     shape = (num_envs, *space.shape)
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)
@@ -495,14 +513,14 @@ def _box_checker(space: spaces.Box, num_envs: int, clip: bool):
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             rows = _bad_rows(~np.isfinite(a))
             raise ValueError(f"actions contain NaN or inf at env indices {_listed(rows)}")
-        np.copyto(buffer, a, casting="unsafe")
-        if not clip:
-            bad = (buffer < low) | (buffer > high)
+        if bounds == "raise":
+            bad = (a < low) | (a > high)
             if bad.any():
                 rows = _bad_rows(bad)
                 raise ValueError(f"actions outside the bounds of {space} at env indices "
                                  f"{_listed(rows)}")
-        else:
+        np.copyto(buffer, a, casting="unsafe")
+        if bounds == "clip":
             np.clip(buffer, low, high, out=buffer)
         return buffer
 

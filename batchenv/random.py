@@ -14,27 +14,37 @@ evaluated at an arbitrary position in a handful of vectorized numpy operations. 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["BatchRandom", "seed_keys"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio, SplitMix64's increment
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)  # SplitMix64 finaliser constants (Stafford's Mix13)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_SEED_SALT = np.uint64(0x5851F42D4C957F2D)  # separates seed hashing from stream positions
-_S30, _S27, _S31, _S11 = (np.uint64(k) for k in (30, 27, 31, 11))
+# Constants as 0-d arrays: a ufunc call with an array operand is cheaper than with a scalar,
+# and these calls run on every reset, for a handful of rows, where overhead is the cost.
+_U64 = np.uint64
+_GOLDEN = np.array(0x9E3779B97F4A7C15, dtype=_U64)  # 2**64 / golden ratio, the increment
+_MIX1 = np.array(0xBF58476D1CE4E5B9, dtype=_U64)  # SplitMix64 finaliser (Stafford's Mix13)
+_MIX2 = np.array(0x94D049BB133111EB, dtype=_U64)
+_SEED_SALT = np.array(0x5851F42D4C957F2D, dtype=_U64)  # separates seed hashing from positions
+_S30, _S27, _S31, _S11 = (np.array(k, dtype=_U64) for k in (30, 27, 31, 11))
 _TO_UNIT = 2.0**-53
+_OFFSETS = np.arange(64, dtype=_U64) * _GOLDEN  # stream offsets of a row's next 64 words
+_COUNTS = [np.array(k, dtype=_U64) for k in range(65)]
 
 MAX_SEED = 2**63 - 1
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser, in place on a uint64 array (wrapping arithmetic)."""
-    x ^= x >> _S30
+    t = x >> _S30
+    x ^= t
     x *= _MIX1
-    x ^= x >> _S27
+    np.right_shift(x, _S27, out=t)
+    x ^= t
     x *= _MIX2
-    x ^= x >> _S31
+    np.right_shift(x, _S31, out=t)
+    x ^= t
     return x
 
 
@@ -73,32 +83,39 @@ class BatchRandom:
 
     def bits(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Raw uint64 words, shape ``(rows, *shape)``."""
-        per_row = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        per_row = math.prod(shape)
+        step = _COUNTS[per_row] if per_row <= 64 else np.array(per_row, dtype=_U64)
         if self.index is None:
-            pos = self.counter * _GOLDEN
-            pos += self.key
-            self.counter += np.uint64(per_row)
+            x = self.counter * _GOLDEN
+            x += self.key
+            self.counter += step
         else:
             counter = self.counter[self.index]
-            pos = counter * _GOLDEN
-            pos += self.key[self.index]
-            self.counter[self.index] = counter + np.uint64(per_row)
+            x = counter * _GOLDEN
+            x += self.key[self.index]
+            counter += step
+            self.counter[self.index] = counter
         if shape:
-            steps = np.arange(per_row, dtype=np.uint64) * _GOLDEN
-            x = (pos[:, None] + steps).reshape((len(pos), *shape))
-        else:
-            x = pos
+            offsets = (_OFFSETS[:per_row] if per_row <= 64
+                       else np.arange(per_row, dtype=_U64) * _GOLDEN)
+            x = np.add(x[:, None], offsets).reshape((len(x), *shape))
         return _mix(x)
 
     def random(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Uniform float64 in [0, 1), 53 random bits each."""
-        return (self.bits(shape) >> _S11) * _TO_UNIT
+        x = self.bits(shape)
+        x >>= _S11
+        return x * _TO_UNIT
 
     def uniform(self, low: float | np.ndarray = 0.0, high: float | np.ndarray = 1.0,
                 shape: tuple[int, ...] = (), dtype: type = np.float64) -> np.ndarray:
-        """Uniform in [low, high), computed in float64 then cast to ``dtype``."""
-        u = self.random(shape)
-        u *= np.subtract(high, low, dtype=np.float64)
+        """Uniform in [low, high), computed in float64 then cast to ``dtype``; ``low`` and
+        ``high`` broadcast against ``shape`` (e.g. one bound per trailing entry)."""
+        x = self.bits(shape)
+        x >>= _S11
+        # (x * 2**-53) * (high - low) + low; the power-of-two scale folds into the width
+        # exactly, so this is bit for bit that formula, in one multiply
+        u = x * (np.subtract(high, low, dtype=np.float64) * _TO_UNIT)
         u += low
         return u.astype(dtype, copy=False)
 

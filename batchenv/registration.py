@@ -84,7 +84,8 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
         ``"sync"`` / ``"process"`` — Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv``.
 
     ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
-    except ``autoreset_mode`` and ``copy``, which go to the vector env in every case.
+    except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
+    ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
     """
     if vectorization is not None and vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
@@ -102,6 +103,7 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
         raise ValueError(f"{env_id!r} exists only as a batched env; use vectorization=None "
                          f"or 'native'")
     vector_kwargs = {k: kwargs.pop(k) for k in ("autoreset_mode", "copy") if k in kwargs}
+    concurrent_kwargs = {k: kwargs.pop(k) for k in ("max_workers", "timeout") if k in kwargs}
 
     def env_fn() -> gym.Env:
         return gym.make(gym_id, **kwargs)
@@ -110,7 +112,11 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     if vectorization in (None, "thread", "asyncio"):
         from batchenv.concurrent import ConcurrentVectorEnv
 
-        return ConcurrentVectorEnv(env_fns, executor=vectorization or "thread", **vector_kwargs)
+        return ConcurrentVectorEnv(env_fns, executor=vectorization or "thread", **vector_kwargs,
+                                   **concurrent_kwargs)
+    if concurrent_kwargs:
+        raise ValueError(f"{sorted(concurrent_kwargs)} apply only to vectorization='thread' or "
+                         f"'asyncio', not {vectorization!r}")
     if vectorization == "sync":
         return gym.vector.SyncVectorEnv(env_fns, **vector_kwargs)
     return gym.vector.AsyncVectorEnv(env_fns, **vector_kwargs)

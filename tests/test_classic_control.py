@@ -32,8 +32,6 @@ from batchenv.envs import (
     CartPoleParams,
     PendulumParams,
 )
-from batchenv.envs._classic import uniform_rows
-from batchenv.random import BatchRandom
 
 N = 64
 
@@ -274,23 +272,6 @@ def test_start_state_options_are_constructor_parameters():
     env = BatchAcrobot(2000, reset_low=-0.2, reset_high=0.2)
     env.reset(seed=0)
     assert np.abs(env.get_state()["theta1"]).max() > 0.15
-
-
-@pytest.mark.parametrize("rows", [np.array([0, 3, 4, 9, 31]), slice(None)])
-@pytest.mark.parametrize("low,high,k", [(-0.05, 0.05, 4), (-0.6, -0.4, 1),
-                                        ([-np.pi, -1.0], [np.pi, 1.0], 2)])
-def test_fast_start_state_draws_are_batchrandoms_draws(rows, low, high, k):
-    env = BatchCartPole(32)
-    env.reset(seed=7)
-    before = env.state.rng_counter.copy()
-    fast = uniform_rows(env.state, rows, low, high, k)
-    after = env.state.rng_counter.copy()
-    env.state.rng_counter[...] = before
-    reference = BatchRandom(env.state.rng_key, env.state.rng_counter).at(
-        np.arange(32)[rows]).uniform(low, high, (k,))
-    np.testing.assert_array_equal(fast, reference.T)
-    np.testing.assert_array_equal(after, env.state.rng_counter)
-    assert (after[rows] == before[rows] + k).all()
 
 
 def test_auto_reset_draws_from_the_rows_own_streams():

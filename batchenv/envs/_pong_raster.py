@@ -177,9 +177,11 @@ class Raster:
         unit = cols if (cols in (1, 2, 4, 8) and w % cols == 0
                         and all(c % cols == 0 for c in lay.paddle_cols)) else 1
         self._unit = np.dtype(f"u{unit}")
-        self._uw = w // unit  # canvas row length in units
-        self._paddle_a, self._paddle_b = py, pb
-        self._paddle_lo, self._paddle_hi = lay.paddle_rows
+        self._uw = np.array(w // unit, dtype=np.intp)  # canvas row length in units
+        # constants as 0-d arrays: cheaper ufunc operands than numpy or Python scalars
+        self._paddle_a, self._paddle_b = np.array(py), np.array(pb)
+        self._paddle_lo, self._paddle_hi = (np.array(v, dtype=np.intp) for v in lay.paddle_rows)
+        self._width = np.array(w, dtype=np.intp)
         self._paddle_cols = np.array([c // unit for c in lay.paddle_cols], dtype=np.intp)[:, None]
         self._paddle_pattern = _pattern(rows, cols // unit, self._uw)
         repeat = sum(256**i for i in range(unit))  # a byte value repeated in every byte
@@ -216,7 +218,7 @@ class Raster:
         fb += self._ball_b
         np.copyto(ib, fb, casting="unsafe")
         np.clip(ib, self._ball_lo, self._ball_hi, out=ib)
-        np.multiply(ib[1], self.layout.width, out=base)
+        np.multiply(ib[1], self._width, out=base)
         base += ib[0]
         base += env_offset
         np.add(base[:, None], self._ball_pattern, out=ball_idx)

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import ClassicControlEnv, params_from, uniform_rows
+from batchenv.envs._classic import ClassicControlEnv, params_from
 from batchenv.random import BatchRandom
 from batchenv.state import State, fields_view
 
@@ -152,9 +152,9 @@ class BatchAcrobot(ClassicControlEnv):
         self._step_reward = np.zeros(n)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
-        draws = uniform_rows(s, rows, p.reset_low, p.reset_high, 4)
+        draws = rng.uniform(p.reset_low, p.reset_high, (4,)).T
         for name, values in zip(_FIELDS, draws.astype(np.float32)):  # float32, as Gymnasium
             getattr(s, name)[rows] = values
 
@@ -165,7 +165,7 @@ class BatchAcrobot(ClassicControlEnv):
         np.take(k.torques, action, out=torque)
         if self.params.torque_noise_max > 0:
             m = self.params.torque_noise_max
-            torque += uniform_rows(s, slice(None), -m, m, 1)[0]
+            torque += rng.uniform(-m, m)
         state = fields_view(s, _FIELDS)
         rk4(state, torque, k, self._y, self._ks, self._work)
         wrap_and_bound(s, k)

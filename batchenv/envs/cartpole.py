@@ -13,7 +13,6 @@ from batchenv.envs import _classic_render as draw
 from batchenv.envs._classic import (
     ClassicControlEnv,
     params_from,
-    uniform_rows,
     write_columns,
 )
 from batchenv.random import BatchRandom
@@ -171,9 +170,9 @@ class BatchCartPole(ClassicControlEnv):
         self._step_reward = np.full(n, 0.0 if p.sutton_barto_reward else 1.0)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
-        draws = uniform_rows(s, rows, p.reset_low, p.reset_high, 4)
+        draws = rng.uniform(p.reset_low, p.reset_high, (4,)).T
         for name, values in zip(_FIELDS, draws):  # row by row: cheaper than a 2-D scatter
             getattr(s, name)[rows] = values
 

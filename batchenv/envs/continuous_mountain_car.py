@@ -12,7 +12,6 @@ from batchenv.envs import _classic_render as draw
 from batchenv.envs._classic import (
     ClassicControlEnv,
     params_from,
-    uniform_rows,
     write_columns,
 )
 from batchenv.random import BatchRandom
@@ -132,7 +131,8 @@ class BatchMountainCarContinuous(ClassicControlEnv):
         ("velocity", np.float32),  # per step, [-max_speed, max_speed]
     ])
     default_max_episode_steps = 999
-    clip_actions = True  # the base class clips to the bounds; the penalty uses the raw action
+    # the kernel clips the force itself: the energy penalty uses the action as given
+    box_action_bounds = "pass"
 
     def __init__(self, num_envs: int | None = None, *,
                  params: MountainCarContinuousParams | None = None, **kwargs: Any) -> None:
@@ -143,8 +143,6 @@ class BatchMountainCarContinuous(ClassicControlEnv):
             np.array([p.max_position, p.max_speed], dtype=np.float32), dtype=np.float32)
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
-        self._raw_actions: Any = None
-        self._raw = np.zeros(n, dtype=np.float32)  # the action as given (float32)
         self._force = np.zeros(n, dtype=np.float32)  # clipped to the action bounds
         self._acc = np.zeros(n, dtype=np.float32)
         self._cos = np.zeros(n, dtype=np.float64)
@@ -153,31 +151,21 @@ class BatchMountainCarContinuous(ClassicControlEnv):
         self._step_reward = np.zeros(n, dtype=np.float64)
         self._bonus = np.zeros(n, dtype=np.float64)
 
-    def step(self, actions: Any):  # noqa: D102 (BatchEnv.step)
-        # the base class validates and clips the actions before step_envs sees them; the
-        # energy penalty needs them as given, so keep a reference for step_envs
-        self._raw_actions = actions
-        try:
-            return super().step(actions)
-        finally:
-            self._raw_actions = None
-
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
-        s.position[rows] = uniform_rows(s, rows, p.reset_low, p.reset_high, 1)[0]
+        s.position[rows] = rng.uniform(p.reset_low, p.reset_high)
         s.velocity[rows] = 0.0
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         p = self.params
-        raw = action if self._raw_actions is None else self._raw_actions
-        np.copyto(self._raw, np.asarray(raw).reshape(-1), casting="unsafe")
-        np.clip(self._raw, p.min_action, p.max_action, out=self._force)
-        accelerate(s, self._raw, self._force, p, self._cos, self._acc)
+        raw = action.reshape(-1)  # float32, as given (box_action_bounds = "pass")
+        np.clip(raw, p.min_action, p.max_action, out=self._force)
+        accelerate(s, raw, self._force, p, self._cos, self._acc)
         move(s, p, self._tmp)
         reached_goal(s, p, self._tmp, self._done)
-        energy_reward(self._raw, self._done, self._bonus, self._step_reward)
+        energy_reward(raw, self._done, self._bonus, self._step_reward)
         return self._step_reward, self._done
 
     def observe(self, s: State, out: np.ndarray) -> None:

@@ -12,7 +12,6 @@ from batchenv.envs import _classic_render as draw
 from batchenv.envs._classic import (
     ClassicControlEnv,
     params_from,
-    uniform_rows,
     write_columns,
 )
 from batchenv.random import BatchRandom
@@ -142,9 +141,9 @@ class BatchMountainCar(ClassicControlEnv):
         self._step_reward = np.full(n, -1.0)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
-        s.position[rows] = uniform_rows(s, rows, p.reset_low, p.reset_high, 1)[0]
+        s.position[rows] = rng.uniform(p.reset_low, p.reset_high)
         s.velocity[rows] = 0.0
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import ClassicControlEnv, params_from, uniform_rows
+from batchenv.envs._classic import ClassicControlEnv, params_from
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
@@ -113,7 +113,7 @@ class BatchPendulum(ClassicControlEnv):
         ("thdot", np.float64),  # angular velocity, rad/s, [-max_speed, max_speed]
     ])
     default_max_episode_steps = 200
-    clip_actions = True
+    box_action_bounds = "clip"  # Gymnasium clips the torque
 
     def __init__(self, num_envs: int | None = None, *, params: PendulumParams | None = None,
                  **kwargs: Any) -> None:
@@ -131,9 +131,9 @@ class BatchPendulum(ClassicControlEnv):
         self._never = np.zeros(n, dtype=np.bool_)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice) -> None:
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
-        draws = uniform_rows(s, rows, [-p.x_init, -p.y_init], [p.x_init, p.y_init], 2)
+        draws = rng.uniform([-p.x_init, -p.y_init], [p.x_init, p.y_init], (2,)).T
         s.th[rows] = draws[0]
         s.thdot[rows] = draws[1]
         if s is self.state:
