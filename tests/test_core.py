@@ -38,7 +38,11 @@ class BoxEnv(BatchEnv):
 
 
 class StrictBoxEnv(BoxEnv):
-    clip_actions = False
+    box_action_bounds = "raise"
+
+
+class PassBoxEnv(BoxEnv):
+    box_action_bounds = "pass"
 
 
 class MultiEnv(CounterEnv):
@@ -143,6 +147,15 @@ def test_box_actions_are_clipped_when_the_env_says_so():
     env.step(np.array([[5, -5], [0.5, 0.25], [-1, 1]]))
     np.testing.assert_array_equal(env.state.applied, [[1, -1], [0.5, 0.25], [-1, 1]])
     env.step(np.array([[1, 1], [1, 1], [1, 1]], dtype=np.int64))  # ints are numbers too
+
+
+def test_box_actions_pass_unchanged_when_the_env_applies_its_own_rule():
+    env = PassBoxEnv(2)
+    env.reset(seed=0)
+    env.step(np.array([[5, -5], [0.5, 0.25]]))
+    np.testing.assert_array_equal(env.state.applied, [[5, -5], [0.5, 0.25]])
+    with pytest.raises(ValueError, match=r"NaN or inf at env indices \[1\]"):
+        env.step(np.array([[5, -5], [0.5, np.inf]]))
 
 
 def test_box_actions_out_of_bounds_raise_when_the_env_does_not_clip():
