@@ -319,13 +319,18 @@ class BatchPong(BatchEnv):
 
     # ---------------------------------------------------------------- kernels
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
+        self.reset_rows(s, slice(None), rng)
+
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+        """Start states at ``rows`` of ``s``, written in place (the base class's sparse
+        reset path): scores 0-0, last actions NOOP, paddles centred, and a serve."""
         p = self.params
-        _fill(s, _INT_FIELDS, 0)  # scores 0-0, last actions NOOP
-        _fill(s, _PADDLE_FIELDS, p.top_wall / 2)
+        _fill(s, _INT_FIELDS, rows, 0)
+        _fill(s, _PADDLE_FIELDS, rows, p.top_wall / 2)
         if self.mode == "rally":
-            serve_straight(s, slice(None), rng, p)
+            serve_straight(s, rows, rng, p)
         else:
-            serve(s, slice(None), rng, p)
+            serve(s, rows, rng, p)
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -622,12 +627,12 @@ _INT_FIELDS = ["score_left", "score_right", "action_left", "action_right"]
 _PADDLE_FIELDS = ["left_y", "right_y"]
 
 
-def _fill(s: State, names: list[str], value: float) -> None:
+def _fill(s: State, names: list[str], rows: np.ndarray | slice, value: float) -> None:
     if isinstance(s, State):
-        fields_view(s, names)[...] = value
+        fields_view(s, names)[:, rows] = value
     else:
         for name in names:
-            getattr(s, name)[...] = value
+            getattr(s, name)[rows] = value
 
 
 def _take(s: State, names: list[str], rows: np.ndarray | slice) -> np.ndarray:
