@@ -1,7 +1,7 @@
 """PPO on BatchCartPole (Gymnasium's CartPole-v1, batched): the quick sanity run. One file,
 CleanRL style: read it top to bottom. ``ppo_pong.py`` is the same algorithm with pixels.
 
-    python docs/examples/ppo_cartpole.py --plot        # mean return 475+ in about a minute
+    python docs/examples/ppo_cartpole.py --plot        # mean return 475 in ~10 s, 1M steps
 
 The env runs with ``autoreset_mode=SAME_STEP``: an env whose episode ends is reset inside
 the same ``step`` and the true last observation comes back in ``info["final_obs"]``. Every
