@@ -13,9 +13,8 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize  # noqa: E402
 
+from batchenv import BatchCartPole, BatchPong  # noqa: E402
 from batchenv.adapters import to_sb3  # noqa: E402
-from batchenv.envs.cartpole import BatchCartPole  # noqa: E402
-from batchenv.envs.pong import BatchPong  # noqa: E402
 
 MODES = [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
 X_LIMIT, THETA_LIMIT = 2.4, 12 * 2 * np.pi / 360  # CartPole-v1's termination thresholds
