@@ -47,7 +47,9 @@ DEFAULTS = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    epilog = "flags shown with default None take their default from --obs-type: " + "; ".join(
+        f"{obs}: " + ", ".join(f"{k}={v}" for k, v in d.items()) for obs, d in DEFAULTS.items())
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=epilog,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--obs-type", choices=["state", "pixels"], default="state")
     p.add_argument("--seed", type=int, default=1)
