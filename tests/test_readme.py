@@ -8,6 +8,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import batchenv
 
@@ -30,13 +31,23 @@ def test_readme_quick_start_command_names_an_existing_cli():
 
 def test_readme_code_blocks_run():
     blocks = re.findall(r"```python\n(.+?)\n```", README, re.S)
-    assert len(blocks) >= 2
+    assert len(blocks) >= 3
     namespace = {"np": np, "gym": gym, "batchenv": batchenv}
     exec(blocks[0], namespace)
     assert namespace["obs"].shape == (4096, *namespace["env"].single_observation_space.shape)
     exec(blocks[1], namespace)
-    env = namespace["MyEnv"](8, max_episode_steps=20)
+    env = namespace["MyEnv"](8, max_episode_steps=200)
     env.reset(seed=0)
-    for _ in range(30):
+    env.action_space.seed(0)
+    for _ in range(300):
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
         assert obs in env.observation_space and (reward <= 0).all()
+
+
+def test_readme_sb3_example_trains():
+    pytest.importorskip("stable_baselines3")  # the test extra installs it; CI has it
+    block = re.findall(r"```python\n(.+?)\n```", README, re.S)[2]
+    namespace = {"batchenv": batchenv}
+    exec(block.replace("learn(20_000)", "learn(2_048)"), namespace)
+    assert namespace["model"].num_timesteps >= 2_048
+    assert namespace["venv"].num_envs == 16
