@@ -282,7 +282,7 @@ def test_state_layout_fields_are_contiguous_and_consecutive_fields_form_a_block(
     assert s.a[0] == 1 and np.shares_memory(sub.a, fields_view(sub, ["a", "b"]))
 
 
-def test_null_env_cost_is_only_the_base_class():
+def test_null_env_does_nothing_but_the_base_class_bookkeeping():
     env = NullEnv(4)
     obs, _ = env.reset(seed=0)
     _, reward, te, tr, info = env.step(np.zeros(4, dtype=np.int64))

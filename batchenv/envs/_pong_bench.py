@@ -80,12 +80,8 @@ def _scalar_actions(count: int = 4096, seed: int = 0) -> list[int]:
     return np.random.default_rng(seed).integers(0, 3, count).tolist()
 
 
-def time_plain(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
-    """Seconds per ``step`` of :class:`~batchenv.reference.PlainPong` (plain floats), with
-    ``num_games`` games stepped one after the other in a Python loop (per game-step)."""
-    from batchenv.reference import PlainPong
-
-    games = [PlainPong(seed=i) for i in range(num_games)]
+def _time_games_in_loop(games: list[Any], repeats: int, block: float) -> float:
+    """Seconds per game-step of scalar ``games`` stepped one after the other in a loop."""
     steps = [g.step for g in games]
     actions = _scalar_actions()
 
@@ -94,7 +90,15 @@ def time_plain(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> floa
         for step in steps:
             step(a)
 
-    return time_calls(one, repeats, block) / num_games
+    return time_calls(one, repeats, block) / len(games)
+
+
+def time_plain(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
+    """Seconds per ``step`` of :class:`~batchenv.reference.PlainPong` (plain floats), with
+    ``num_games`` games stepped one after the other in a Python loop (per game-step)."""
+    from batchenv.reference import PlainPong
+
+    return _time_games_in_loop([PlainPong(seed=i) for i in range(num_games)], repeats, block)
 
 
 def time_reference(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
@@ -105,15 +109,7 @@ def time_reference(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> 
     games = [ReferencePong() for _ in range(num_games)]
     for i, g in enumerate(games):
         g.reset(seed=i)
-    steps = [g.step for g in games]
-    actions = _scalar_actions()
-
-    def one(t: int) -> None:
-        a = actions[t & 4095]
-        for step in steps:
-            step(a)
-
-    return time_calls(one, repeats, block) / num_games
+    return _time_games_in_loop(games, repeats, block)
 
 
 def ale_available() -> bool:
