@@ -136,8 +136,8 @@ class BatchEnv(VectorEnv):
         space = self.single_observation_space
         self._obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)
         self._reward = np.zeros(n_envs, dtype=np.float64)
-        self._terminated = np.zeros(n_envs, dtype=np.bool_)
-        self._truncated = np.zeros(n_envs, dtype=np.bool_)
+        self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
+        self._terminated, self._truncated = self._flags
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
@@ -228,7 +228,8 @@ class BatchEnv(VectorEnv):
         action = self._action_check(actions) if self.validate else np.asarray(actions)
         s = self.state
         over = s.awaiting_reset
-        waiting = np.flatnonzero(over) if over.any() else None
+        # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
+        waiting = over.nonzero()[0] if np.count_nonzero(over) else None
         frozen = None
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
@@ -247,13 +248,12 @@ class BatchEnv(VectorEnv):
             else:  # NEXT_STEP: this step resets them, ignoring their action
                 self._reset_subset(waiting)
             self._reward[waiting] = 0.0
-            self._terminated[waiting] = False
-            self._truncated[waiting] = False
+            self._flags[:, waiting] = False  # terminated and truncated
 
         np.logical_or(self._terminated, self._truncated, out=self._episode_over)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            if self._episode_over.any():
-                info = self._reset_same_step(np.flatnonzero(self._episode_over))
+            if np.count_nonzero(self._episode_over):
+                info = self._reset_same_step(self._episode_over.nonzero()[0])
         else:
             np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
         self.observe(s, self._obs)
@@ -380,12 +380,13 @@ class BatchEnv(VectorEnv):
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
-        for rebuilt in ("_rng", "_action_check"):  # rebuilt on unpickling
+        for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated"):  # rebuilt below
             d.pop(rebuilt, None)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
+        self._terminated, self._truncated = self._flags  # views again, not copies
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = _action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
@@ -484,7 +485,12 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
                              f"{kind} action space {space}, got shape {a.shape}")
-        if a.min() < lo_min or a.max() >= hi_max or not uniform_bounds:
+        if lo_min == 0:  # negative ints view as huge unsigned ints; argmax: no reduction
+            u = a.view(a.dtype.str.replace("i", "u"))  # machinery, 3-4x cheaper than max()
+            out_of_range = a.size and u.flat[u.argmax()] >= hi_max
+        else:
+            out_of_range = a.min() < lo_min or a.max() >= hi_max
+        if out_of_range or not uniform_bounds:
             bad = (a < low) | (a >= high)
             if bad.any():
                 rows = _bad_rows(bad)

@@ -31,6 +31,7 @@ _S30, _S27, _S31, _S11 = (np.array(k, dtype=_U64) for k in (30, 27, 31, 11))
 _TO_UNIT = 2.0**-53
 _OFFSETS = np.arange(64, dtype=_U64) * _GOLDEN  # stream offsets of a row's next 64 words
 _COUNTS = [np.array(k, dtype=_U64) for k in range(65)]
+_ROW_OFFSETS = [_OFFSETS[None, :k] for k in range(65)]  # (1, k): broadcast against a column
 
 MAX_SEED = 2**63 - 1
 
@@ -96,9 +97,11 @@ class BatchRandom:
             counter += step
             self.counter[self.index] = counter
         if shape:
-            offsets = (_OFFSETS[:per_row] if per_row <= 64
-                       else np.arange(per_row, dtype=_U64) * _GOLDEN)
-            x = np.add(x[:, None], offsets).reshape((len(x), *shape))
+            offsets = (_ROW_OFFSETS[per_row] if per_row <= 64
+                       else np.arange(per_row, dtype=_U64)[None] * _GOLDEN)
+            x = np.add(x.reshape(-1, 1), offsets)
+            if len(shape) > 1:
+                x = x.reshape((len(x), *shape))
         return _mix(x)
 
     def random(self, shape: tuple[int, ...] = ()) -> np.ndarray:
@@ -115,9 +118,13 @@ class BatchRandom:
         x >>= _S11
         # (x * 2**-53) * (high - low) + low; the power-of-two scale folds into the width
         # exactly, so this is bit for bit that formula, in one multiply
-        u = x * (np.subtract(high, low, dtype=np.float64) * _TO_UNIT)
+        if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+            width = float(high) - float(low)  # a Python float is an IEEE double: same result
+        else:
+            width = np.subtract(high, low, dtype=np.float64)
+        u = x * (width * _TO_UNIT)
         u += low
-        return u.astype(dtype, copy=False)
+        return u if dtype is np.float64 else u.astype(dtype, copy=False)
 
     def integers(self, low: int, high: int, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Integers uniform in [low, high) (int64)."""

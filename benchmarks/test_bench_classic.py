@@ -32,8 +32,8 @@ def test_step(benchmark, env_id, n):
 
 
 @pytest.mark.parametrize("n", [256, 4096, 65536])
-def test_cartpole_fast_trig(benchmark, n):
-    benchmark(_stepper(batchenv.BatchCartPole(n, fast_trig=True)))
+def test_cartpole_bit_for_bit(benchmark, n):
+    benchmark(_stepper(batchenv.BatchCartPole(n, fast_trig=False)))
 
 
 @pytest.mark.parametrize("n", [256, 4096, 65536])
