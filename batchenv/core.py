@@ -91,6 +91,11 @@ class BatchEnv(VectorEnv):
     #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
     #: NaN and inf always raise.
     box_action_bounds: ClassVar[str] = "clip"
+    #: True when :meth:`observe` writes every entry of ``out`` from the state alone. With
+    #: ``copy=True`` the base class then hands ``step`` a fresh array to fill and returns
+    #: it, instead of filling its buffer and copying that (one copy less per step). Leave
+    #: False when ``observe`` leaves entries alone or updates ``out`` incrementally.
+    observe_fills_out: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -235,8 +240,10 @@ class BatchEnv(VectorEnv):
             frozen = take_rows(s, waiting)
 
         reward, terminated = self.step_envs(s, action, self._rng)
-        np.copyto(self._reward, reward)
-        np.copyto(self._terminated, terminated)
+        if reward is not self._reward:  # a kernel may have written into reward_buffer
+            np.copyto(self._reward, reward)
+        if terminated is not self._terminated:
+            np.copyto(self._terminated, terminated)
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
             np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
@@ -250,15 +257,39 @@ class BatchEnv(VectorEnv):
             self._reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated
 
-        np.logical_or(self._terminated, self._truncated, out=self._episode_over)
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            if np.count_nonzero(self._episode_over):
-                info = self._reset_same_step(self._episode_over.nonzero()[0])
+        mode = self.autoreset_mode
+        if mode is AutoresetMode.NEXT_STEP:  # every env awaiting a reset was reset above
+            np.logical_or(self._terminated, self._truncated, out=s.awaiting_reset)
         else:
-            np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
-        self.observe(s, self._obs)
-        return (self._out(self._obs), self._out(self._reward), self._out(self._terminated),
-                self._out(self._truncated), info)
+            np.logical_or(self._terminated, self._truncated, out=self._episode_over)
+            if mode is AutoresetMode.SAME_STEP:
+                if np.count_nonzero(self._episode_over):
+                    info = self._reset_same_step(self._episode_over.nonzero()[0])
+            else:  # DISABLED: frozen envs stay frozen
+                np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
+        if not self.copy:
+            self.observe(s, self._obs)
+            return self._obs, self._reward, self._terminated, self._truncated, info
+        if self.observe_fills_out:
+            obs = np.empty_like(self._obs)
+            self.observe(s, obs)
+        else:
+            self.observe(s, self._obs)
+            obs = self._obs.copy()
+        terminated, truncated = self._flags.copy()  # one copy of their block
+        return obs, self._reward.copy(), terminated, truncated, info
+
+    @property
+    def reward_buffer(self) -> np.ndarray:
+        """The base class's float64 reward buffer, ``(num_envs,)``: a kernel may write its
+        rewards here and return it from :meth:`step_envs`, which saves a copy."""
+        return self._reward
+
+    @property
+    def terminated_buffer(self) -> np.ndarray:
+        """The base class's bool ``terminated`` buffer, ``(num_envs,)``, as
+        :attr:`reward_buffer`."""
+        return self._terminated
 
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""

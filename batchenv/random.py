@@ -32,6 +32,7 @@ _TO_UNIT = 2.0**-53
 _OFFSETS = np.arange(64, dtype=_U64) * _GOLDEN  # stream offsets of a row's next 64 words
 _COUNTS = [np.array(k, dtype=_U64) for k in range(65)]
 _ROW_OFFSETS = [_OFFSETS[None, :k] for k in range(65)]  # (1, k): broadcast against a column
+_COLUMN_OFFSETS = [_OFFSETS[:k, None] for k in range(65)]  # (k, 1): broadcast against a row
 
 MAX_SEED = 2**63 - 1
 
@@ -85,6 +86,27 @@ class BatchRandom:
     def bits(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Raw uint64 words, shape ``(rows, *shape)``."""
         per_row = math.prod(shape)
+        x = self._advance(per_row)
+        if shape:
+            offsets = (_ROW_OFFSETS[per_row] if per_row <= 64
+                       else np.arange(per_row, dtype=_U64)[None] * _GOLDEN)
+            x = np.add(x.reshape(-1, 1), offsets)
+            if len(shape) > 1:
+                x = x.reshape((len(x), *shape))
+        return _mix(x)
+
+    def draws(self, count: int) -> np.ndarray:
+        """``count`` raw uint64 words per row, draw-major: a ``(count, rows)`` array whose
+        entry ``[j, i]`` is entry ``[i, j]`` of ``bits((count,))`` (the same stream positions,
+        and the counters advance alike). Each draw is then a contiguous row, which is
+        cheaper to compute with than a column of a ``(rows, count)`` array."""
+        if not 0 <= count <= 64:
+            raise ValueError(f"draws: count must be in [0, 64], got {count}")
+        return _mix(np.add(_COLUMN_OFFSETS[count], self._advance(count)))
+
+    def _advance(self, per_row: int) -> np.ndarray:
+        """The stream position of each row's next word (``key + counter * golden``);
+        advances the counters by ``per_row``."""
         step = _COUNTS[per_row] if per_row <= 64 else np.array(per_row, dtype=_U64)
         if self.index is None:
             x = self.counter * _GOLDEN
@@ -96,13 +118,7 @@ class BatchRandom:
             x += self.key[self.index]
             counter += step
             self.counter[self.index] = counter
-        if shape:
-            offsets = (_ROW_OFFSETS[per_row] if per_row <= 64
-                       else np.arange(per_row, dtype=_U64)[None] * _GOLDEN)
-            x = np.add(x.reshape(-1, 1), offsets)
-            if len(shape) > 1:
-                x = x.reshape((len(x), *shape))
-        return _mix(x)
+        return x
 
     def random(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Uniform float64 in [0, 1), 53 random bits each."""

@@ -52,6 +52,7 @@ class State:
     def _bind(self) -> None:
         for name, (key, row) in self._slots.items():
             setattr(self, name, self._blocks[key][row])
+        self._views: dict[tuple[str, ...], np.ndarray] = {}  # fields_view's, made once
 
     def __len__(self) -> int:
         return self._size
@@ -73,13 +74,19 @@ def _from_records_new(rec: np.ndarray) -> State:
     return s
 
 
-def fields_view(s: State, names: list[str]) -> np.ndarray:
-    """Consecutive scalar fields of one dtype as a ``(len(names), len(s))`` view."""
-    key, first = s._slots[names[0]]
-    for offset, name in enumerate(names):
-        if s._slots.get(name) != (key, first + offset):
-            raise ValueError(f"fields {names} are not consecutive fields of one dtype")
-    return s._blocks[key][first:first + len(names)]
+def fields_view(s: State, names: list[str] | tuple[str, ...]) -> np.ndarray:
+    """Consecutive scalar fields of one dtype as a ``(len(names), len(s))`` view (made on
+    the first call for these names, then cached: kernels call this every step)."""
+    names = tuple(names)
+    view = s._views.get(names)
+    if view is None:
+        key, first = s._slots[names[0]]
+        for offset, name in enumerate(names):
+            if s._slots.get(name) != (key, first + offset):
+                raise ValueError(f"fields {list(names)} are not consecutive fields of one "
+                                 f"dtype")
+        view = s._views[names] = s._blocks[key][first:first + len(names)]
+    return view
 
 
 def _others(s: State) -> Iterator[str]:

@@ -118,7 +118,8 @@ def test_score_points():
                    score_right=[0, 0, 3, 20])
     reward = np.zeros(4, np.float32)
     term = np.zeros(4, bool)
-    P.score_points(s, np.array([0, 1, 3]), reward, term, PARAMS)
+    rows = np.array([0, 1, 3])
+    P.score_points(s, rows, s.ball_x[rows] > PARAMS.right_plane, reward, term, PARAMS)
     assert reward.tolist() == [-1, 1, 0, -1]
     assert s.score_left.tolist() == [0, 21, 3, 0]
     assert s.score_right.tolist() == [1, 0, 3, 21]

@@ -52,6 +52,8 @@ class ClassicControlEnv(BatchEnv):
     those rows); ``reset_envs`` is the same rule applied to every row of a state.
     """
 
+    observe_fills_out = True  # every env's observe writes all its columns
+
     def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         raise NotImplementedError
 

@@ -15,7 +15,7 @@ from batchenv.state import State, fields_view
 
 __all__ = ["BatchAcrobot", "AcrobotParams"]
 
-_FIELDS = ["theta1", "theta2", "dtheta1", "dtheta2"]
+_FIELDS = ("theta1", "theta2", "dtheta1", "dtheta2")
 _PI = np.pi
 
 

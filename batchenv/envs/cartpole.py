@@ -20,7 +20,7 @@ from batchenv.state import State, fields_view
 
 __all__ = ["BatchCartPole", "CartPoleParams"]
 
-_FIELDS = ["x", "x_dot", "theta", "theta_dot"]
+_FIELDS = ("x", "x_dot", "theta", "theta_dot")
 _INTEGRATORS = ("euler", "semi-implicit euler")
 
 
@@ -174,7 +174,6 @@ class BatchCartPole(ClassicControlEnv):
         self._work = np.empty((5, n))  # scratch rows
         self._acc = np.empty((2, n))  # xacc, thetaacc
         self._beyond = np.empty(n, dtype=np.bool_)
-        self._done = np.zeros(n, dtype=np.bool_)
         self._step_reward = np.full(n, 0.0 if p.sutton_barto_reward else 1.0)
 
     # ---------------------------------------------------------------- kernels
@@ -190,10 +189,11 @@ class BatchCartPole(ClassicControlEnv):
         force = push_force(action, k)
         accelerations(s.theta, s.theta_dot, force, k, work, acc[0], acc[1])
         integrate(s, acc[0], acc[1], k, work[4])
-        out_of_bounds(s, k, work[4], self._beyond, self._done)
+        done = self.terminated_buffer  # written in place: no copy
+        out_of_bounds(s, k, work[4], self._beyond, done)
         if self.params.sutton_barto_reward:
-            np.subtract(0.0, self._done, out=self._step_reward)
-        return self._step_reward, self._done
+            np.subtract(0.0, done, out=self._step_reward)
+        return self._step_reward, done
 
     def observe(self, s: State, out: np.ndarray) -> None:
         write_columns(out, fields_view(s, _FIELDS))

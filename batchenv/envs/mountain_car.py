@@ -19,7 +19,7 @@ from batchenv.state import State, fields_view
 
 __all__ = ["BatchMountainCar", "MountainCarParams"]
 
-_FIELDS = ["position", "velocity"]
+_FIELDS = ("position", "velocity")
 
 
 @dataclass(frozen=True)
