@@ -146,6 +146,7 @@ class BatchEnv(VectorEnv):
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
+        self._resetting: np.ndarray | None = None
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
 
@@ -238,8 +239,13 @@ class BatchEnv(VectorEnv):
         frozen = None
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
+        else:
+            self._resetting = waiting
 
-        reward, terminated = self.step_envs(s, action, self._rng)
+        try:
+            reward, terminated = self.step_envs(s, action, self._rng)
+        finally:
+            self._resetting = None
         if reward is not self._reward:  # a kernel may have written into reward_buffer
             np.copyto(self._reward, reward)
         if terminated is not self._terminated:
@@ -278,6 +284,15 @@ class BatchEnv(VectorEnv):
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
         return obs, self._reward.copy(), terminated, truncated, info
+
+    @property
+    def resetting(self) -> np.ndarray | None:
+        """During :meth:`step_envs` in NEXT_STEP mode: the rows (sorted indices) that this
+        step resets right after the kernel, by ``reset_rows(s, resetting, rng)`` with this
+        very array; else None. A kernel may use it to prepare their start states together
+        with its own work (BatchPong draws their serves with its own in one call); what
+        ``reset_rows`` then writes must be what it would have written otherwise."""
+        return self._resetting
 
     @property
     def reward_buffer(self) -> np.ndarray:

@@ -309,3 +309,32 @@ def test_registry_time_limits_match_the_classes():
         cls = entry.load()
         assert cls.default_max_episode_steps == entry.max_episode_steps, env_id
         assert gym.spec(env_id).max_episode_steps == entry.max_episode_steps
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_resetting_names_the_rows_this_step_resets(mode):
+    """``env.resetting`` during ``step_envs``: in NEXT_STEP the rows awaiting a reset (the
+    array then passed to ``reset_rows``); otherwise, and outside a step, None."""
+    seen, announced, same_array = [], [], []
+
+    class Watched(CounterEnv):
+        def step_envs(self, s, action, rng):
+            seen.append(None if self.resetting is None else self.resetting.tolist())
+            announced.append(self.resetting)
+            return super().step_envs(s, action, rng)
+
+        def reset_rows(self, s, rows, rng):
+            if announced and announced[-1] is not None:
+                same_array.append(rows is announced[-1])
+            super().reset_rows(s, rows, rng)
+
+    env = Watched(4, max_count=[1, 2, 3, 9], autoreset_mode=mode)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.zeros(4, dtype=np.int64))
+    assert env.resetting is None
+    if mode == "NextStep":  # step 1 ends env 0; step 2 resets it and ends env 1; ...
+        assert seen == [None, [0], [1]]
+        assert same_array == [True, True]
+    else:
+        assert seen == [None, None, None]

@@ -161,3 +161,23 @@ def test_custom_court_and_rules(obs_type, shape):
                       width=20, paddle_height=4, ball_speed=0.5, spin=1.0, max_ball_vy=2.0,
                       serve_vy=0.5, points_to_win=2, **extra)
     assert totals["points"] > 0
+
+
+def test_serves_drawn_with_the_next_step_resets_agree(monkeypatch):
+    """In NEXT_STEP mode a step draws the serves of the games it resets together with the
+    serves after points (BatchPong._serve_missed); both the joint draw and its fallback
+    (a resetting game that also missed the ball) must give the reference's states."""
+    taken = {"joint": 0, "separate": 0}
+    original = BatchPong._serve_missed
+
+    def counting(self, s, missed, rng):
+        balls = original(self, s, missed, rng)
+        if self.resetting is not None:
+            taken["joint" if self._served is not None else "separate"] += 1
+        return balls
+
+    monkeypatch.setattr(BatchPong, "_serve_missed", counting)
+    # a narrow court and short episodes: truncated games often miss in their last step
+    totals = run_pair(64, 400, seed=17, width=10, points_to_win=2, max_episode_steps=9)
+    assert totals["ends"] > 20 and totals["truncations"] > 1000
+    assert taken["joint"] > 20 and taken["separate"] > 20, taken

@@ -311,6 +311,7 @@ class BatchPong(BatchEnv):
         n = self.num_envs
         self._obs_tmp = self._obs_scale_rows = None
         self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
+        self._served: tuple[np.ndarray, np.ndarray] | None = None  # see _serve_missed
         if obs_type == "state":
             self._obs_tmp = np.zeros((6, n), dtype=np.float32)
             # the scales as whole rows: a plain multiply runs ~2x faster than a broadcast
@@ -334,14 +335,18 @@ class BatchPong(BatchEnv):
         p = self.params
         _fill(s, _INT_FIELDS, rows, 0)
         _fill(s, _PADDLE_FIELDS, rows, p.top_wall / 2)
+        prepared, self._served = self._served, None
         if self.mode == "rally":
             serve_straight(s, rows, rng, p)
+        elif prepared is not None and prepared[0] is rows:  # drawn by this step's kernel
+            _put(s, _BALL_FIELDS, rows, prepared[1])
         else:
             serve(s, rows, rng, p)
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         reward, terminated = self.reward_buffer, self.terminated_buffer  # no copies
+        self._served = None
         reward.fill(0.0)
         terminated.fill(False)
         if self.frameskip == 1:
@@ -379,9 +384,21 @@ class BatchPong(BatchEnv):
                 left_scored = bodies[0, lost] > p.f32.right_plane
                 score_points(s, missed, left_scored, reward, terminated, p,
                              accumulate=self.frameskip > 1)  # else reward is 0 here
-                bodies[:4, lost] = serve_balls(rng.at(missed), p)  # served in the block
+                bodies[:4, lost] = self._serve_missed(s, missed, rng)  # served in the block
         _put(s, _BALL_FIELDS, rows, bodies[:4])
         return missed if missed.size else None
+
+    def _serve_missed(self, s: State, missed: np.ndarray, rng: BatchRandom) -> np.ndarray:
+        """The serves of the rows ``missed``. When this step will also reset rows (the base
+        class's :attr:`resetting`, NEXT_STEP) and none of them missed, their serves are
+        drawn in the same call (one draw instead of two: the same words, since nothing
+        else draws for those rows in between) and kept for :meth:`reset_rows`."""
+        resetting = self.resetting if self.frameskip == 1 else None
+        if resetting is None or np.count_nonzero(s.awaiting_reset[missed]):
+            return serve_balls(rng.at(missed), p=self.params)
+        balls = serve_balls(rng.at(np.concatenate((missed, resetting))), self.params)
+        self._served = (resetting, balls[:, len(missed):])
+        return balls[:, :len(missed)]
 
     def _applied_actions(self, s: State, action: np.ndarray, rng: BatchRandom
                          ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -657,7 +674,8 @@ _PADDLE_FIELDS = ("left_y", "right_y")
 
 def _fill(s: State, names: list[str], rows: np.ndarray | slice, value: float) -> None:
     if isinstance(s, State):
-        fields_view(s, names)[:, rows] = value
+        for field in fields_view(s, names):  # field by field: ~1.7x cheaper than 2-D
+            field[rows] = value
     else:
         for name in names:
             getattr(s, name)[rows] = value
@@ -676,7 +694,12 @@ def _take(s: State, names: list[str], rows: np.ndarray | slice) -> np.ndarray:
 def _put(s: State, names: list[str], rows: np.ndarray | slice, values: np.ndarray) -> None:
     """Write ``values`` (``(len(names), k)``) into fields ``names`` at ``rows``."""
     if isinstance(s, State):
-        fields_view(s, names)[:, rows] = values
+        view = fields_view(s, names)
+        if values.dtype == view.dtype:  # field by field: ~2x cheaper than one 2-D scatter
+            for field, v in zip(view, values):
+                field[rows] = v
+        else:  # casting: one 2-D scatter is cheaper
+            view[:, rows] = values
     else:
         for name, v in zip(names, values):
             getattr(s, name)[rows] = v
