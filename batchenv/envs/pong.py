@@ -590,9 +590,9 @@ def return_balls(bodies: np.ndarray, p: PongParams) -> np.ndarray:
     np.multiply(vx, k.minus_one, out=vx, where=hit)
     offset *= k.spin
     offset += vy
-    np.copyto(vy, _clip(offset, k.minus_max_vy, k.max_vy, out=offset), where=hit)
-    at_plane &= ~hit
-    return at_plane.nonzero()[0]
+    _clip(offset, k.minus_max_vy, k.max_vy, out=vy, where=hit)
+    missed = np.greater(at_plane, hit, out=at_plane)  # at a plane and not hit
+    return missed.nonzero()[0]
 
 
 def bounce_off_walls(s: State, p: PongParams) -> None:
