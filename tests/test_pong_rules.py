@@ -36,6 +36,7 @@ def test_move_paddle(cases):
     a = np.array([c[1] for c in cases])
     want = [min(max(f32(v) + f32((0, -2, 2)[k]), f32(2)), f32(27)) for v, k in cases]
     P.move_paddle(y, a, PARAMS)
+    P.keep_on_court(y, PARAMS)
     assert y.tolist() == [float(w) for w in want]
 
 
@@ -46,6 +47,7 @@ def test_track_ball_moves_at_most_cpu_speed_towards_the_ball(cases):
     ball = np.array([c[1] for c in cases], dtype=np.float32)
     before = paddle.copy()
     P.track_ball(paddle, ball, PARAMS)
+    P.keep_on_court(paddle, PARAMS)
     one = f32(1)
     want = [min(max(f32(p) + min(max(f32(b) - f32(p), -one), one), f32(2)), f32(27))
             for p, b in cases]

@@ -365,6 +365,7 @@ class BatchPong(BatchEnv):
             track_ball(s.right_y, s.ball_y, p)
         else:
             move_paddle(s.right_y, right, p)
+        keep_on_court(fields_view(s, _PADDLE_FIELDS), p)
         move_ball(s)
         if self.mode == "rally":
             reward += p.f32.one
@@ -533,24 +534,30 @@ _PARAM_NAMES = {f.name for f in dataclasses.fields(PongParams)}
 
 # -------------------------------------------------------------------- the rules
 def move_paddle(paddle_y: np.ndarray, action: np.ndarray, p: PongParams) -> None:
-    """A controlled paddle moves ``paddle_speed`` cells up or down, staying on court."""
-    k = p.f32
-    paddle_y += k.paddle_steps[action]
-    _clip(paddle_y, k.paddle_min, k.paddle_max, out=paddle_y)
+    """A controlled paddle moves ``paddle_speed`` cells up or down (then
+    :func:`keep_on_court`)."""
+    paddle_y += p.f32.paddle_steps[action]
 
 
 def track_ball(paddle_y: np.ndarray, ball_y: np.ndarray, p: PongParams) -> None:
-    """The CPU paddle moves towards the ball's row, at most ``cpu_speed`` cells per step."""
+    """The CPU paddle moves towards the ball's row, at most ``cpu_speed`` cells per step
+    (then :func:`keep_on_court`)."""
     k = p.f32
     move = ball_y - paddle_y
     paddle_y += _clip(move, k.minus_cpu_speed, k.cpu_speed, out=move)
-    _clip(paddle_y, k.paddle_min, k.paddle_max, out=paddle_y)
+
+
+def keep_on_court(paddles: np.ndarray, p: PongParams) -> None:
+    """Paddles stay on the court: centres within [paddle_min, paddle_max] (both paddles in
+    one call, as the ``(2, n)`` block of their fields)."""
+    _clip(paddles, p.f32.paddle_min, p.f32.paddle_max, out=paddles)
 
 
 def move_ball(s: State) -> None:
-    """The ball moves by its velocity."""
-    s.ball_x += s.ball_vx
-    s.ball_y += s.ball_vy
+    """The ball moves by its velocity (x and y in one call: ``ball_x, ball_y`` and
+    ``ball_vx, ball_vy`` are consecutive fields)."""
+    position = fields_view(s, _BALL_POSITION)
+    position += fields_view(s, _BALL_VELOCITY)
 
 
 def ball_off_court(s: State, p: PongParams) -> np.ndarray:
@@ -667,6 +674,7 @@ def serve_balls(rng: BatchRandom, p: PongParams) -> np.ndarray:
 
 # ------------------------------------------------------------------- kernel helpers
 _BALL_FIELDS = _OBS_FIELDS[:4]
+_BALL_POSITION, _BALL_VELOCITY = _BALL_FIELDS[:2], _BALL_FIELDS[2:]
 _SCORE_FIELDS = ("score_left", "score_right")
 _INT_FIELDS = ("score_left", "score_right", "action_left", "action_right")
 _PADDLE_FIELDS = ("left_y", "right_y")
