@@ -695,7 +695,7 @@ def _take(s: State, names: list[str], rows: np.ndarray | slice) -> np.ndarray:
     if isinstance(s, State):
         # np.take gives C-contiguous rows (``view[:, rows]`` gives strided ones, and numpy
         # 2.4's in-place np.negative is wrong on 4-byte items with a 16-byte stride)
-        return np.take(fields_view(s, names), rows, axis=1)
+        return fields_view(s, names).take(rows, axis=1)  # the method: no Python wrapper
     return np.stack([getattr(s, name)[rows] for name in names])  # any object of fields
 
 
