@@ -180,6 +180,11 @@ def main() -> int:
             cells.append(f"{a * 1e9:.0f} / {c * 1e9:.0f}" if a else f"— / {c * 1e9:.0f}")
         print(f"| {ot} | {cells[0]} | {cells[1]} |")
 
+    rounds_ratio = [p / (s / 4096) for p, s in zip(times["PlainPong"], times["state n=4096"])]
+    print(f"\nstate n=4096 vs PlainPong, round by round (both measured in each round): "
+          f"{min(rounds_ratio):.1f}x to {max(rounds_ratio):.1f}x, median "
+          f"{statistics.median(rounds_ratio):.1f}x")
+
     print(f"\nMemory at 65536 (tracemalloc): state obs {held:.0f} B per env held "
           f"(peak during a step {peak:.0f} B); tiles obs {held_tiles:.0f} B per env.\n")
 
