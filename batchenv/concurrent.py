@@ -909,7 +909,11 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         try:
             self._wait(batch, None, mark_broken=False)
         finally:
-            awaitables = self._adopt(batch.results)
+            results = list(batch.results)  # one instant: adopted, or else closed when late
+            awaitables = self._adopt(results)
+            late = [i for i, r in enumerate(results) if r is _PENDING]
+            if late:  # timed out or interrupted: what those factories still make is closed
+                _close_late_envs(batch, late)
         if batch.errors or batch.timed_out or (awaitables and self.executor == "thread"):
             for a in awaitables.values():
                 _close_awaitable(a)
@@ -1690,6 +1694,46 @@ def _close_when_free(env: Any, lock: threading.Lock) -> None:
             env.close()
         except Exception:  # noqa: BLE001 - nobody is left to tell
             pass
+
+
+def _close_late_envs(batch: _Batch, late: list[int]) -> None:
+    """Close the envs that factories abandoned by the caller (a timeout, Ctrl-C) return
+    after all, from a daemon thread that waits for them: nobody else holds them.
+
+    ``late``: the factories without a result when the caller adopted the others. Those
+    never started (the batch is stopped, so they never will) are not waited for."""
+    with batch.lock:
+        started = set(batch.items[: batch.next]) | set(batch.tasks)
+    pending = [i for i in late if i in started]
+    if not pending:
+        return
+
+    def reap(pending: list[int] = pending) -> None:
+        poll = 0.01
+        while pending:
+            time.sleep(poll)
+            poll = min(2 * poll, 1.0)  # a factory that hangs for good costs ~1 wake-up/s
+            still = []
+            for i in pending:
+                result = batch.results[i]
+                if result is _PENDING:
+                    still.append(i)
+                elif result is not _FAILED:
+                    _close_quietly(result)
+            pending = still
+
+    threading.Thread(target=reap, name="batchenv-late-env-closer", daemon=True).start()
+
+
+def _close_quietly(obj: Any) -> None:
+    """Close an env (or an awaitable) nobody will use; errors are ignored (nobody to tell)."""
+    try:
+        if inspect.isawaitable(obj):
+            _close_awaitable(obj)
+        else:
+            obj.close()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _close_awaitable(obj: Awaitable) -> None:

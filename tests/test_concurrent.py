@@ -746,6 +746,32 @@ def test_factory_error_names_the_env_and_closes_the_others():
     assert len(made) == 3 and all(env.close_calls == 1 for env in made)
 
 
+@pytest.mark.parametrize("executor", ["thread", "asyncio"])
+def test_factory_timeout_closes_the_env_the_late_factory_makes(executor):
+    """A factory that answers after the constructor gave up: the constructor raises
+    SubEnvTimeoutError and closes the envs it made; the late env is closed when it comes."""
+    made: list[CountEnv] = []
+    release = threading.Event()
+
+    def fast():
+        env = CountEnv()
+        made.append(env)
+        return env
+
+    def slow():
+        release.wait(10)
+        return fast()
+
+    with pytest.raises(SubEnvTimeoutError, match=r"env_fn\(\) timed out .*envs \[1\]"):
+        ConcurrentVectorEnv([fast, slow, fast], executor=executor, timeout=0.3)
+    assert len(made) == 2 and all(env.close_calls == 1 for env in made)
+    release.set()
+    deadline = time.monotonic() + 10
+    while (len(made) < 3 or made[-1].close_calls == 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(made) == 3 and all(env.close_calls == 1 for env in made)
+
+
 def test_set_attr_and_parallel_argument_errors(make):
     envs = make(count_fns("thread"))
     with pytest.raises(ValueError, match="length equal"):
