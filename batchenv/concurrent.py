@@ -55,14 +55,13 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 from gymnasium.vector.utils import (
     batch_differing_spaces,
-    batch_space,
     concatenate,
     create_empty_array,
     iterate,
 )
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from batchenv.core import ClosedEnvError, StepBeforeResetError
+from batchenv.core import ClosedEnvError, StepBeforeResetError, batched_space
 
 __all__ = [
     "MAX_THREADS",
@@ -964,14 +963,15 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = getattr(first, "render_mode", None)
         self.single_action_space = first.action_space
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.action_space = batched_space(self.single_action_space, self.num_envs)
         if isinstance(observation_mode, tuple) and len(observation_mode) == 2:
             if not all(isinstance(s, spaces.Space) for s in observation_mode):
                 raise TypeError("observation_mode as a tuple must hold two Spaces")
             self.observation_space, self.single_observation_space = observation_mode
         elif observation_mode == "same":
             self.single_observation_space = first.observation_space
-            self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+            self.observation_space = batched_space(self.single_observation_space,
+                                                   self.num_envs)
         elif observation_mode == "different":
             self.single_observation_space = first.observation_space
             self.observation_space = batch_differing_spaces(

@@ -338,3 +338,42 @@ def test_resetting_names_the_rows_this_step_resets(mode):
         assert same_array == [True, True]
     else:
         assert seen == [None, None, None]
+
+
+@pytest.mark.parametrize("space", [
+    spaces.Box(-1.0, 1.0, (6,), np.float32),
+    spaces.Box(0, 255, (4, 3), np.uint8),
+    spaces.Box(np.array([-np.inf, 0.0]), np.array([1.0, np.inf]), dtype=np.float64),
+    spaces.Discrete(3),
+])
+def test_batched_space_is_gymnasiums_batch_space_without_the_memory(space):
+    """batched_space(space, n) equals gymnasium's batch_space(space, n), samples the same
+    values from the same seed, and (for a Box) keeps its bounds as broadcast views."""
+    import pickle
+
+    from gymnasium.vector.utils import batch_space
+
+    from batchenv.core import batched_space
+
+    space.seed(3)
+    theirs = batch_space(space, 5)
+    space.seed(3)
+    ours = batched_space(space, 5)
+    assert ours == theirs and theirs == ours and type(ours) is type(theirs)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(ours.sample(), theirs.sample())
+    sample = theirs.sample()
+    assert ours.contains(sample)
+    assert pickle.loads(pickle.dumps(ours)) == theirs
+    if isinstance(space, spaces.Box):
+        assert ours.is_bounded() == theirs.is_bounded()
+        for name in ("low", "high", "bounded_below", "bounded_above"):
+            array = getattr(ours, name)
+            np.testing.assert_array_equal(array, getattr(theirs, name))
+            assert array.strides[0] == 0 and not array.flags.writeable
+        if ours.dtype.kind == "f":  # a value just above a bounded dimension's high
+            i = int(np.flatnonzero(ours.bounded_above.ravel())[-1])
+            outside = sample.copy()
+            outside.flat[i] = np.nextafter(ours.high.flat[i], np.inf)
+            assert theirs.contains(sample) and not theirs.contains(outside)
+            assert not ours.contains(outside)
