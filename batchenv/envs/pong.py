@@ -396,7 +396,7 @@ class BatchPong(BatchEnv):
         else draws for those rows in between) and kept for :meth:`reset_rows`."""
         resetting = self.resetting if self.frameskip == 1 else None
         if resetting is None or np.count_nonzero(s.awaiting_reset[missed]):
-            return serve_balls(rng.at(missed), p=self.params)
+            return serve_balls(rng.at(missed), self.params)
         balls = serve_balls(rng.at(np.concatenate((missed, resetting))), self.params)
         self._served = (resetting, balls[:, len(missed):])
         return balls[:, :len(missed)]
