@@ -29,63 +29,16 @@ import time
 
 import numpy as np
 
-from batchenv import BatchPong
 from batchenv.envs import _pong_bench as b
-from batchenv.reference import PlainPong
 
 
 def make_batch_case(n: int, **kwargs):
-    env = BatchPong(n, **kwargs)
-    env.reset(seed=0)
-    actions = [np.random.default_rng(i).integers(0, 3, env.action_space.shape)
-               for i in range(16)]
-    step = env.step
-
-    def run(t: int) -> None:
-        step(actions[t & 15])
-
-    return env, run
+    return b.batch_stepper(n, **kwargs)
 
 
-def make_plain_case():
-    game = PlainPong(seed=0)
-    actions = np.random.default_rng(0).integers(0, 3, 4096).tolist()
-    step = game.step
-
-    def run(t: int) -> None:
-        step(actions[t & 4095])
-
-    return game, run
-
-
-def make_reference_case():
-    from batchenv.reference import ReferencePong
-
-    game = ReferencePong()
-    game.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, 3, 4096).tolist()
-
-    def run(t: int) -> None:
-        game.step(actions[t & 4095])
-
-    return game, run
-
-
-def make_ale_case():
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    env = gym.make("ALE/Pong-v5")
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, env.action_space.n, 4096).tolist()
-
-    def run(t: int) -> None:
-        _, _, terminated, truncated, _ = env.step(actions[t & 4095])
-        if terminated or truncated:
-            env.reset()
-
-    return env, run
+def make_scalar_case(games: list):
+    """One scalar game (PlainPong, ReferencePong), its ``step`` called directly."""
+    return games, b.loop_stepper(games)
 
 
 def timed_block(run, t0: int, seconds: float) -> tuple[float, int]:
@@ -121,11 +74,11 @@ def main() -> int:
         cases[name] = (envs, run)
 
     print("building cases ...", file=sys.stderr, flush=True)
-    add("PlainPong", 1, make_plain_case())
-    add("ReferencePong (float32)", 1, make_reference_case())
+    add("PlainPong", 1, make_scalar_case(b.plain_games(1)))
+    add("ReferencePong (float32)", 1, make_scalar_case(b.reference_games(1)))
     ale = not args.no_ale and b.ale_available()
     if ale:
-        add("ALE/Pong-v5", 1, make_ale_case())
+        add("ALE/Pong-v5", 1, b.ale_stepper(1))
     for n in (1, 256, 4096, 65536):
         add(f"state n={n}", n, make_batch_case(n))
     for n in (4096, 65536):

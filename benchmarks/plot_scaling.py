@@ -25,8 +25,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 from batchenv.envs import _pong_bench as b
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,71 +48,19 @@ def median_seconds(run, repeats: int, block: float) -> float:
     return statistics.median(results)
 
 
-def batch_runner(n: int, **kwargs):
-    from batchenv import BatchPong
-
-    env = BatchPong(n, **kwargs)
-    env.reset(seed=0)
-    actions = [np.random.default_rng(i).integers(0, 3, env.action_space.shape)
-               for i in range(8)]
-    return env, lambda t: env.step(actions[t & 7])
-
-
-def loop_runner(games: list, step_name: str = "step", after=None):
-    steps = [getattr(g, step_name) for g in games]
-    actions = np.random.default_rng(0).integers(0, 3, 1024).tolist()
-
-    def run(t: int) -> None:
-        a = actions[t & 1023]
-        for step in steps:
-            step(a)
-
-    return games, run
-
-
-def plain_runner(n: int):
-    from batchenv.reference import PlainPong
-
-    return loop_runner([PlainPong(seed=i) for i in range(n)])
-
-
-def reference_runner(n: int):
-    from batchenv.reference import ReferencePong
-
-    games = [ReferencePong() for _ in range(n)]
-    for i, g in enumerate(games):
-        g.reset(seed=i)
-    return loop_runner(games)
-
-
-def ale_runner(n: int):
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    envs = [gym.make("ALE/Pong-v5") for _ in range(n)]
-    for i, e in enumerate(envs):
-        e.reset(seed=i)
-    actions = np.random.default_rng(0).integers(0, envs[0].action_space.n, 1024).tolist()
-
-    def run(t: int) -> None:
-        a = actions[t & 1023]
-        for e in envs:
-            _, _, terminated, truncated, _ = e.step(a)
-            if terminated or truncated:
-                e.reset()
-
-    return envs, run
+def loop_runner(games: list):
+    return games, b.loop_stepper(games)
 
 
 SERIES = {
-    "BatchPong state": lambda n: batch_runner(n),
-    "BatchPong tiles": lambda n: batch_runner(n, obs_type="tiles"),
-    "BatchPong pixels": lambda n: batch_runner(n, obs_type="pixels"),
-    "BatchPong pixels, copy=False": lambda n: batch_runner(n, obs_type="pixels", copy=False),
-    "PlainPong (plain floats), loop": plain_runner,
-    "ReferencePong (float32), loop": reference_runner,
-    "ALE/Pong-v5 (ale-py), loop": ale_runner,
+    "BatchPong state": lambda n: b.batch_stepper(n),
+    "BatchPong tiles": lambda n: b.batch_stepper(n, obs_type="tiles"),
+    "BatchPong pixels": lambda n: b.batch_stepper(n, obs_type="pixels"),
+    "BatchPong pixels, copy=False": lambda n: b.batch_stepper(n, obs_type="pixels",
+                                                              copy=False),
+    "PlainPong (plain floats), loop": lambda n: loop_runner(b.plain_games(n)),
+    "ReferencePong (float32), loop": lambda n: loop_runner(b.reference_games(n)),
+    "ALE/Pong-v5 (ale-py), loop": b.ale_stepper,
 }
 STYLE = {
     "BatchPong state": dict(color="C0", marker="o"),

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["time_calls", "time_batch", "time_plain", "time_reference", "time_ale",
-           "memory_per_env", "ale_available"]
+           "memory_per_env", "ale_available", "batch_stepper", "loop_stepper", "plain_games",
+           "reference_games", "ale_stepper"]
 
 
 def time_calls(step: Callable[[int], Any], repeats: int = 5, block: float = 0.2,
@@ -52,64 +53,109 @@ def time_calls(step: Callable[[int], Any], repeats: int = 5, block: float = 0.2,
     return statistics.median(results)
 
 
-def _batch_actions(env, count: int = 16, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, 3, env.action_space.shape) for _ in range(count)]
+Stepper = Callable[[int], None]  # step(t): one timed call; t counts calls
 
 
-def time_batch(num_envs: int, repeats: int = 5, block: float = 0.2, **kwargs: Any) -> float:
-    """Seconds per ``step`` of ``BatchPong(num_envs, **kwargs)`` with random actions
-    (NEXT_STEP auto-reset and validation on, unless ``kwargs`` say otherwise)."""
+def batch_stepper(num_envs: int, **kwargs: Any) -> tuple[Any, Stepper]:
+    """``BatchPong(num_envs, **kwargs)``, reset with seed 0, and a stepper cycling 16
+    batches of random actions drawn beforehand."""
     from batchenv import BatchPong
 
     env = BatchPong(num_envs, **kwargs)
     env.reset(seed=0)
-    actions = _batch_actions(env)
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 3, env.action_space.shape) for _ in range(16)]
     step = env.step
 
-    def one(t: int) -> None:
+    def run(t: int) -> None:
         step(actions[t & 15])
 
-    try:
-        return time_calls(one, repeats, block)
-    finally:
-        env.close()
+    return env, run
 
 
-def _scalar_actions(count: int = 4096, seed: int = 0) -> list[int]:
-    return np.random.default_rng(seed).integers(0, 3, count).tolist()
+def loop_stepper(games: list[Any], n_actions: int = 3) -> Stepper:
+    """A stepper for scalar ``games`` (Gymnasium-style ``step(action)``), stepped one after
+    the other in a Python loop with the same random action; one game is called directly,
+    with no loop around it (the baseline the issues define: one game stepped in a loop)."""
+    actions = np.random.default_rng(0).integers(0, n_actions, 4096).tolist()
+    if len(games) == 1:
+        step = games[0].step
 
+        def run(t: int) -> None:
+            step(actions[t & 4095])
 
-def _time_games_in_loop(games: list[Any], repeats: int, block: float) -> float:
-    """Seconds per game-step of scalar ``games`` stepped one after the other in a loop."""
+        return run
     steps = [g.step for g in games]
-    actions = _scalar_actions()
 
-    def one(t: int) -> None:
+    def run_all(t: int) -> None:
         a = actions[t & 4095]
         for step in steps:
             step(a)
 
-    return time_calls(one, repeats, block) / len(games)
+    return run_all
 
 
-def time_plain(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
-    """Seconds per ``step`` of :class:`~batchenv.reference.PlainPong` (plain floats), with
-    ``num_games`` games stepped one after the other in a Python loop (per game-step)."""
+def plain_games(num_games: int = 1) -> list[Any]:
+    """:class:`~batchenv.reference.PlainPong` games (plain floats), seeds 0, 1, ..."""
     from batchenv.reference import PlainPong
 
-    return _time_games_in_loop([PlainPong(seed=i) for i in range(num_games)], repeats, block)
+    return [PlainPong(seed=i) for i in range(num_games)]
 
 
-def time_reference(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
-    """Seconds per game-step of :class:`~batchenv.reference.ReferencePong` (numpy float32
-    scalars, BatchPong's exact arithmetic; state observation) in a Python loop."""
+def reference_games(num_games: int = 1) -> list[Any]:
+    """:class:`~batchenv.reference.ReferencePong` games (numpy float32 scalars, BatchPong's
+    exact arithmetic; state observation), reset with seeds 0, 1, ..."""
     from batchenv.reference import ReferencePong
 
     games = [ReferencePong() for _ in range(num_games)]
     for i, g in enumerate(games):
         g.reset(seed=i)
-    return _time_games_in_loop(games, repeats, block)
+    return games
+
+
+def ale_stepper(num_games: int = 1, env_id: str = "ALE/Pong-v5",
+                **kwargs: Any) -> tuple[list[Any], Stepper]:
+    """``num_games`` envs of ``gymnasium.make(env_id)`` (ale-py, its defaults: RGB frames,
+    frameskip 4, sticky actions 0.25) in a Python loop, each reset when its episode ends."""
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    envs = [gym.make(env_id, **kwargs) for _ in range(num_games)]
+    for i, e in enumerate(envs):
+        e.reset(seed=i)
+    actions = np.random.default_rng(0).integers(0, envs[0].action_space.n, 4096).tolist()
+
+    def run(t: int) -> None:
+        a = actions[t & 4095]
+        for e in envs:
+            _, _, terminated, truncated, _ = e.step(a)
+            if terminated or truncated:
+                e.reset()
+
+    return envs, run
+
+
+def time_batch(num_envs: int, repeats: int = 5, block: float = 0.2, **kwargs: Any) -> float:
+    """Seconds per ``step`` of ``BatchPong(num_envs, **kwargs)`` with random actions
+    (NEXT_STEP auto-reset and validation on, unless ``kwargs`` say otherwise)."""
+    env, run = batch_stepper(num_envs, **kwargs)
+    try:
+        return time_calls(run, repeats, block)
+    finally:
+        env.close()
+
+
+def time_plain(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
+    """Seconds per ``step`` of :class:`~batchenv.reference.PlainPong` (plain floats), with
+    ``num_games`` games stepped one after the other in a Python loop (per game-step)."""
+    return time_calls(loop_stepper(plain_games(num_games)), repeats, block) / num_games
+
+
+def time_reference(num_games: int = 1, repeats: int = 5, block: float = 0.2) -> float:
+    """Seconds per game-step of :class:`~batchenv.reference.ReferencePong` in a Python
+    loop."""
+    return time_calls(loop_stepper(reference_games(num_games)), repeats, block) / num_games
 
 
 def ale_available() -> bool:
@@ -122,28 +168,10 @@ def ale_available() -> bool:
 
 def time_ale(num_games: int = 1, repeats: int = 5, block: float = 0.2,
              env_id: str = "ALE/Pong-v5", **kwargs: Any) -> float:
-    """Seconds per game-step of ``gymnasium.make("ALE/Pong-v5")`` (ale-py, its defaults:
-    RGB frames, frameskip 4, sticky actions 0.25), ``num_games`` envs in a Python loop,
-    reset when an episode ends."""
-    import ale_py
-    import gymnasium as gym
-
-    gym.register_envs(ale_py)
-    envs = [gym.make(env_id, **kwargs) for _ in range(num_games)]
-    for i, e in enumerate(envs):
-        e.reset(seed=i)
-    n_actions = envs[0].action_space.n
-    actions = np.random.default_rng(0).integers(0, n_actions, 4096).tolist()
-
-    def one(t: int) -> None:
-        a = actions[t & 4095]
-        for e in envs:
-            _, _, terminated, truncated, _ = e.step(a)
-            if terminated or truncated:
-                e.reset()
-
+    """Seconds per game-step of :func:`ale_stepper`'s envs."""
+    envs, run = ale_stepper(num_games, env_id, **kwargs)
     try:
-        return time_calls(one, repeats, block) / num_games
+        return time_calls(run, repeats, block) / num_games
     finally:
         for e in envs:
             e.close()
