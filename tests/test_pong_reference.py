@@ -4,13 +4,63 @@ flag, observation and final observation."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import sys
+
 import numpy as np
 import pytest
 
-from batchenv import BatchPong
+from batchenv import BatchPong, PongParams
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.reference import CounterRandom, ReferencePong, seed_key
+from batchenv.reference import pong as reference
 from batchenv.reference.compare import assert_same_state, make_pair, run_pair, step_pair
+
+
+def test_the_reference_imports_nothing_from_the_env():
+    """The oracle owns its constants: a wrong default in the env cannot leak into it."""
+    tree = ast.parse(open(reference.__file__).read())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    assert not [m for m in imported if m and m.startswith("batchenv")], imported
+
+
+def test_env_defaults_are_the_documented_rules():
+    """BatchPong's defaults (PongParams, modes, observation types, grey levels, render
+    colours) are the reference's, which are written from docs/pong.md."""
+    assert dataclasses.asdict(PongParams()) == dataclasses.asdict(reference.Rules())
+    p, r = PongParams(), reference.Rules()
+    for name in ("top_wall", "paddle_min", "paddle_max", "paddle_reach", "left_plane",
+                 "right_plane"):
+        assert getattr(p, name) == getattr(r, name), name
+    env_module = sys.modules[BatchPong.__module__]
+    assert env_module.MODES == reference.MODES
+    assert env_module.OBS_TYPES == reference.OBS_TYPES
+    # a frame holds exactly the five documented colours, and a pixel frame the grey levels
+    env = BatchPong(1, render_mode="rgb_array")
+    env.reset(seed=0)
+    colours = np.unique(env.render()[0].reshape(-1, 3), axis=0)
+    np.testing.assert_array_equal(colours, np.unique(reference.RENDER_COLOURS, axis=0))
+    env = BatchPong(1, obs_type="pixels")
+    obs, _ = env.reset(seed=0)
+    assert set(np.unique(obs).tolist()) == set(reference.PIXEL_LEVELS)
+
+
+def test_rules_follow_the_documented_numbers():
+    """docs/pong.md, "The rules": 40 x 30 court, paddles 5 cells in columns 0 and 39 with
+    centres in [2, 27], 2 cells per action (CPU: 1), |vx| = 1, |vy| <= 3, spin 0.5, returned
+    within 2.5 cells, reflected at y = 0 and 29 and at the planes x = 1 and 38, serve vy in
+    [-1, 1], 21 points."""
+    r = reference.Rules()
+    assert (r.width, r.height, r.paddle_height) == (40, 30, 5)
+    assert (r.paddle_speed, r.cpu_speed, r.ball_speed) == (2, 1, 1)
+    assert (r.max_ball_vy, r.spin, r.serve_vy, r.points_to_win) == (3, 0.5, 1, 21)
+    assert (r.paddle_min, r.paddle_max, r.paddle_reach) == (2, 27, 2.5)
+    assert (r.top_wall, r.left_plane, r.right_plane) == (29, 1, 38)
+    lay = reference.pixel_geometry(r)
+    assert (lay.court_top, lay.ball_size, lay.paddle_size) == (2, (3, 2), (13, 2))
 
 
 def test_counter_random_is_batch_random():

@@ -11,27 +11,169 @@ against.
   is the oracle, not a baseline.
 * :class:`PlainPong`: the same game against the CPU written as a plain-Python programmer
   would, with Python floats and the :mod:`random` module: the honest speed baseline for
-  "how fast is one Pong in Python" (about a million steps per second).
+  "how fast is one Pong in Python" (its speed: ``python benchmarks/bench_pong.py``, and
+  docs/performance.md).
+
+The reference owns its constants: the rules (:class:`Rules`), the image geometry
+(:func:`tile_geometry`, :func:`pixel_geometry`, :func:`render_geometry`), the grey levels and
+the render colours are written here from the documented rules (docs/pong.md, "The rules",
+"Observation types", "Rendering"; the seed's court, paddles and speeds), and nothing is
+imported from :mod:`batchenv.envs`: a wrong default in the env makes the two disagree
+(``tests/test_pong_reference.py`` pins the env's defaults to these).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random as _random
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from batchenv.envs._pong_raster import (
-    PALETTE,
-    Layout,
-    pixel_layout,
-    render_layout,
-    tile_layout,
-)
-from batchenv.envs.pong import MODES, OBS_TYPES, PongParams
+__all__ = ["ReferencePong", "PlainPong", "CounterRandom", "Rules", "Geometry", "seed_key",
+           "mix64", "MODES", "OBS_TYPES", "PIXEL_LEVELS", "RENDER_COLOURS", "tile_geometry",
+           "pixel_geometry", "render_geometry"]
 
-__all__ = ["ReferencePong", "PlainPong", "CounterRandom", "seed_key", "mix64"]
+# ---------------------------------------------------------------- the documented constants
+#: Game modes and observation types (docs/pong.md, "Modes", "Observation types").
+MODES = ("cpu", "two_player", "rally")
+OBS_TYPES = ("state", "tiles", "pixels")
 
+#: Grey levels of the pixel observation: ALE Pong's (docs/pong.md, "Observation types"):
+#: background 87, walls 236, left paddle 147, right paddle 148, ball 236.
+PIXEL_LEVELS = (87, 236, 147, 148, 236)
+
+#: ``rgb_array`` colours (docs/pong.md, "Rendering": grey walls, green left paddle, orange
+#: right paddle, white ball, on a dark blue-grey court), in the label order of the frames:
+#: background, wall, left paddle, right paddle, ball.
+RENDER_COLOURS = np.array([(20, 24, 36), (200, 200, 200), (80, 200, 120), (230, 120, 60),
+                           (255, 255, 255)], dtype=np.uint8)
+_BACKGROUND, _WALL, _LEFT, _RIGHT, _BALL = range(5)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Pong's constants as docs/pong.md states them ("The rules"): the seed's 40 x 30 court,
+    5-cell paddles moving 2 cells per action, |vx| = 1, spin ``(y - centre) / 2`` bounded by
+    3; the CPU paddle's 1 cell per step, the serve's vy in [-1, 1] and the 21-point game are
+    this project's additions. ``ReferencePong`` takes these fields as keywords, like
+    ``PongParams``."""
+
+    width: int = 40
+    height: int = 30
+    paddle_height: int = 5
+    paddle_speed: float = 2.0
+    cpu_speed: float = 1.0
+    ball_speed: float = 1.0
+    max_ball_vy: float = 3.0
+    spin: float = 0.5
+    serve_vy: float = 1.0
+    points_to_win: int = 21
+
+    # geometry, in court cells (x to the right, y downwards, cell centres)
+    @property
+    def top_wall(self) -> float:  # the ball reflects off y = 0 and y = height - 1
+        return float(self.height - 1)
+
+    @property
+    def paddle_min(self) -> float:  # a paddle's top cell is at most row 0
+        return (self.paddle_height - 1) / 2
+
+    @property
+    def paddle_max(self) -> float:
+        return self.height - 1 - self.paddle_min
+
+    @property
+    def paddle_reach(self) -> float:  # returned when |ball_y - centre| <= reach
+        return self.paddle_height / 2
+
+    @property
+    def left_plane(self) -> float:  # paddles in columns 0 and width - 1
+        return 1.0
+
+    @property
+    def right_plane(self) -> float:
+        return float(self.width - 2)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where the court and its three boxes land in an image (docs/pong.md, "Observation
+    types"): walls fill the rows above and below the court; a box of ``size`` pixels for a
+    thing at court position ``u`` starts at pixel ``trunc(u * scale + (origin + scale / 2 -
+    size / 2 + 1/2))`` (the nearest pixel to its continuous start; float32), clipped so that
+    the box stays on the court."""
+
+    height: int
+    width: int
+    court_top: int  # = wall thickness
+    court_rows: int
+    scale_y: float
+    scale_x: float
+    ball_size: tuple[int, int]
+    paddle_size: tuple[int, int]
+    court_cells: tuple[int, int]
+    values: tuple[int, int, int, int, int]  # background, wall, left, right, ball
+
+    def _coef(self, scale: float, origin: int, size: int) -> tuple[np.float32, np.float32]:
+        return f32(scale), f32(origin + scale / 2 - size / 2 + 0.5)
+
+    def ball_start(self, x: np.float32, y: np.float32) -> tuple[int, int]:
+        """(row, col) of the ball's top-left pixel."""
+        ay, by = self._coef(self.scale_y, self.court_top, self.ball_size[0])
+        ax, bx = self._coef(self.scale_x, 0, self.ball_size[1])
+        row = _clip(int(y * ay + by), self.court_top,
+                    self.court_top + self.court_rows - self.ball_size[0])
+        return row, _clip(int(x * ax + bx), 0, self.width - self.ball_size[1])
+
+    def paddle_start(self, y: np.float32, column: int) -> tuple[int, int]:
+        """(row, col) of the top-left pixel of a paddle centred at ``y`` in court column
+        ``column``."""
+        ay, by = self._coef(self.scale_y, self.court_top, self.paddle_size[0])
+        ax, bx = self._coef(self.scale_x, 0, self.paddle_size[1])
+        row = _clip(int(y * ay + by), self.court_top,
+                    self.court_top + self.court_rows - self.paddle_size[0])
+        return row, _clip(int(f32(column) * ax + bx), 0, self.width - self.paddle_size[1])
+
+
+def _box_size(scale: float, cells: float) -> int:
+    return max(1, int(round(scale * cells)))
+
+
+def tile_geometry(rules: Rules) -> Geometry:
+    """The seed's tile map: one pixel per cell, no walls; 0 empty, 1 paddle, 2 ball."""
+    h, w = rules.height, rules.width
+    return Geometry(h, w, 0, h, 1.0, 1.0, (1, 1), (rules.paddle_height, 1), (h, w),
+                    (0, 0, 1, 1, 2))
+
+
+def pixel_geometry(rules: Rules, shape: tuple[int, int] = (84, 84)) -> Geometry:
+    """The Atari-like grey frame: walls of ``max(1, rows // 42)`` pixels, boxes of the
+    nearest whole number of pixels (3 x 2 ball, 13 x 2 paddles at 84x84), ALE's grey
+    levels (:data:`PIXEL_LEVELS`)."""
+    rows, cols = shape
+    wall = max(1, rows // 42)
+    court_rows = rows - 2 * wall
+    sy, sx = court_rows / rules.height, cols / rules.width
+    return Geometry(rows, cols, wall, court_rows, sy, sx, (_box_size(sy, 1), _box_size(sx, 1)),
+                    (_box_size(sy, rules.paddle_height), _box_size(sx, 1)),
+                    (rules.height, rules.width), PIXEL_LEVELS)
+
+
+def render_geometry(rules: Rules, scale: int = 8) -> Geometry:
+    """Frames for people: ``scale`` pixels per cell, walls one cell thick; values are
+    indices into :data:`RENDER_COLOURS`."""
+    h, w = rules.height, rules.width
+    return Geometry((h + 2) * scale, w * scale, scale, h * scale, float(scale), float(scale),
+                    (scale, scale), (rules.paddle_height * scale, scale), (h, w),
+                    (_BACKGROUND, _WALL, _LEFT, _RIGHT, _BALL))
+
+
+# ---------------------------------------------------------------- the random stream
+#: SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+#: OOPSLA 2014; the constants of Java's SplittableRandom): the increment, the finaliser's
+#: multipliers. batchenv.random documents the same stream (docs/writing_envs.md).
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -80,15 +222,16 @@ class ReferencePong:
     :meth:`set_record` / :meth:`record` with rows of ``BatchPong.get_state()``.
     """
 
-    def __init__(self, *, params: PongParams | None = None, mode: str = "cpu",
+    def __init__(self, *, params: Any = None, mode: str = "cpu",
                  obs_type: str | None = None, frameskip: int = 1,
                  repeat_action_probability: float = 0.0,
                  pixel_shape: tuple[int, int] = (84, 84), render_scale: int = 8,
                  max_episode_steps: int | None = 10_000, autoreset_mode: str = "NextStep",
                  **overrides: Any) -> None:
-        import dataclasses
-
-        self.params = p = dataclasses.replace(params or PongParams(), **overrides)
+        if params is not None:  # any object with Rules' fields (e.g. a PongParams)
+            overrides = {f.name: getattr(params, f.name) for f in dataclasses.fields(Rules)
+                         } | overrides
+        self.params = p = Rules(**overrides)
         assert mode in MODES
         self.mode = mode
         self.obs_type = obs_type or ("tiles" if mode == "rally" else "state")
@@ -97,10 +240,9 @@ class ReferencePong:
         self.sticky = float(repeat_action_probability)
         self.max_episode_steps = max_episode_steps
         self.autoreset_mode = str(getattr(autoreset_mode, "value", autoreset_mode))
-        court = (p.height, p.width)
-        self.tile_layout = tile_layout(p.height, p.width, p.paddle_height)
-        self.pixel_layout = pixel_layout(court, p.paddle_height, tuple(pixel_shape))
-        self.render_layout = render_layout(court, p.paddle_height, render_scale)
+        self.tile_layout = tile_geometry(p)
+        self.pixel_layout = pixel_geometry(p, tuple(pixel_shape))
+        self.render_layout = render_geometry(p, render_scale)
         mid = p.top_wall / 2
         centre = [(p.width - 1) / 2, mid, 0, 0, mid, mid]
         half = [(p.width - 1) / 2, mid, p.ball_speed, p.max_ball_vy, mid, mid]
@@ -272,33 +414,29 @@ class ReferencePong:
         return np.array([v * a + b for v, a, b in zip(raw, self._obs_scale, self._obs_offset)],
                         dtype=np.float32)
 
-    def draw(self, lay: Layout) -> np.ndarray:
+    def draw(self, lay: Geometry) -> np.ndarray:
         """The image of ``lay``, drawn pixel by pixel: background and walls, the ball, then
         the paddles over it."""
-        img = [[lay.background] * lay.width for _ in range(lay.height)]
+        background, wall, left, right, ball = lay.values
+        img = [[background] * lay.width for _ in range(lay.height)]
         for r in list(range(lay.court_top)) + list(range(lay.court_top + lay.court_rows,
                                                           lay.height)):
-            img[r] = [lay.wall] * lay.width
+            img[r] = [wall] * lay.width
 
-        def box(top: int, left: int, size: tuple[int, int], value: int) -> None:
-            for r in range(top, top + size[0]):
-                for c in range(left, left + size[1]):
+        def box(start: tuple[int, int], size: tuple[int, int], value: int) -> None:
+            for r in range(start[0], start[0] + size[0]):
+                for c in range(start[1], start[1] + size[1]):
                     img[r][c] = value
 
-        ay, by = lay.ball_y_coef
-        ax, bx = lay.ball_x_coef
-        row = _clip(int(self.ball_y * ay + by), *lay.ball_rows)
-        col = _clip(int(self.ball_x * ax + bx), *lay.ball_cols)
-        box(row, col, lay.ball_size, lay.ball)
-        py, pb = lay.paddle_y_coef
-        for y, col, value in ((self.left_y, lay.paddle_cols[0], lay.left_paddle),
-                              (self.right_y, lay.paddle_cols[1], lay.right_paddle)):
-            box(_clip(int(y * py + pb), *lay.paddle_rows), col, lay.paddle_size, value)
+        box(lay.ball_start(self.ball_x, self.ball_y), lay.ball_size, ball)
+        last_column = lay.court_cells[1] - 1
+        for y, column, value in ((self.left_y, 0, left), (self.right_y, last_column, right)):
+            box(lay.paddle_start(y, column), lay.paddle_size, value)
         return np.array(img, dtype=np.uint8)
 
     def frame(self) -> np.ndarray:
         """The ``rgb_array`` frame."""
-        return PALETTE[self.draw(self.render_layout)]
+        return RENDER_COLOURS[self.draw(self.render_layout)]
 
     def ansi(self) -> str:
         p = self.params

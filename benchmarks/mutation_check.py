@@ -1,0 +1,192 @@
+"""Plant plausible bugs in a copy of the package, one at a time, and see which tests catch them.
+
+Each mutation replaces one code snippet that occurs exactly once in ``batchenv/`` (searched
+across every module, so it survives files being moved or renamed); the relevant tests then
+run on the mutated copy with ``pytest -x``. A mutation is *caught* when a test fails (the
+first failing test is reported), *missed* when every test passes. A snippet that is not
+found (or found twice) is reported as ``not applied``: update the snippet, don't drop it.
+
+Usage (from the repository root)::
+
+    python benchmarks/mutation_check.py                 # every mutation, this checkout
+    python benchmarks/mutation_check.py --root /tmp/old # another tree (e.g. an older commit)
+    python benchmarks/mutation_check.py -k pong         # mutations whose id contains "pong"
+    python benchmarks/mutation_check.py --list          # the mutations, without running
+
+Exit status: 1 if any mutation was missed or not applied, else 0. Runs in ~15-30 min on a
+loaded 2-core machine (one pytest run per mutation, on the relevant test files only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CORE = ["tests/test_core.py", "tests/test_autoreset.py", "tests/test_random.py",
+        "tests/test_contract.py"]
+PONG = ["tests/test_pong_rules.py", "tests/test_pong_reference.py", "tests/test_pong_env.py",
+        "tests/test_pong_render.py", "tests/test_random.py"]
+CLASSIC = ["tests/test_classic_control.py"]
+CONCURRENT = ["tests/test_concurrent.py"]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    bug: str  # what a maintainer would have got wrong
+    find: str  # a snippet occurring exactly once in batchenv/
+    replace: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = [
+    # ---------------------------------------------------------------- base class
+    Mutation("core-seed-off-by-one", "row i seeded s+i+1 instead of s+i",
+             "np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)",
+             "np.arange(n, dtype=np.uint64) + np.uint64(seed + 1), np.ones(n, dtype=bool)",
+             (*CORE, "tests/test_pong_env.py")),
+    Mutation("core-truncate-late", "episodes truncated one step after max_episode_steps",
+             "np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)",
+             "np.greater(s.elapsed_steps, self.max_episode_steps, out=self._truncated)",
+             tuple(CORE)),
+    Mutation("core-box-clip-low", "Box actions clipped to the upper bound only",
+             "np.clip(buffer, low, high, out=buffer)",
+             "np.clip(buffer, None, high, out=buffer)",
+             (*CORE, "tests/test_classic_control.py")),
+    Mutation("core-discrete-accepts-n", "Discrete(n) accepts the action n",
+             "u.flat[u.argmax()] >= hi_max", "u.flat[u.argmax()] > hi_max", tuple(CORE)),
+    Mutation("core-reset-step-flags", "the step that resets an env keeps its old flags",
+             "self._flags[:, waiting] = False  # terminated and truncated",
+             "pass  # mutated", tuple(CORE)),
+    Mutation("random-seed-salt", "a different seed hash (salt + 2)",
+             "x += _SEED_SALT", "x += _SEED_SALT + np.uint64(2)", tuple(PONG + CORE[2:3])),
+    # ---------------------------------------------------------------- Pong
+    Mutation("pong-paddle-speed", "PongParams.paddle_speed 3 instead of the seed's 2",
+             "paddle_speed: float = 2.0", "paddle_speed: float = 3.0", tuple(PONG)),
+    Mutation("pong-cpu-speed", "the CPU paddle moves 1.5 cells per step instead of 1",
+             "cpu_speed: float = 1.0", "cpu_speed: float = 1.5", tuple(PONG)),
+    Mutation("pong-points-to-win", "games end at 11 points instead of 21",
+             "points_to_win: int = 21  # the game ends", "points_to_win: int = 11  # the game ends", tuple(PONG)),
+    Mutation("pong-wall-at-zero", "a ball exactly at y = 0 is reflected",
+             "rows = ((s.ball_y < k.zero) | (s.ball_y > k.top)).nonzero()[0]",
+             "rows = ((s.ball_y <= k.zero) | (s.ball_y > k.top)).nonzero()[0]", tuple(PONG)),
+    Mutation("pong-reach-strict", "a ball exactly at the paddle's edge is missed",
+             "hit = np.abs(offset) <= k.reach", "hit = np.abs(offset) < k.reach", tuple(PONG)),
+    Mutation("pong-left-paddle-colour", "rendered left paddle (80, 200, 130), not green 120",
+             "[80, 200, 120],", "[80, 200, 130],", tuple(PONG)),
+    Mutation("pong-pixel-paddle-levels", "pixel frames swap ALE's paddle grey levels",
+             "(87, 236, 147, 148, 236)", "(87, 236, 148, 147, 236)", tuple(PONG)),
+    # ---------------------------------------------------------------- classic control
+    Mutation("classic-cart-grey", "CartPole's cart drawn grey instead of black",
+             "canvas.polygon(cart + (cartx, carty), BLACK)",
+             "canvas.polygon(cart + (cartx, carty), (128, 128, 128))", tuple(CLASSIC)),
+    Mutation("classic-pole-colour", "CartPole's pole (202, 152, 141) instead of Gymnasium's",
+             "(202, 152, 101)", "(202, 152, 141)", tuple(CLASSIC)),
+    Mutation("classic-sin-coefficient", "last sine coefficient off in its 16th digit",
+             "-2.498795167765636e-08", "-2.498795167765646e-08", tuple(CLASSIC)),
+    Mutation("classic-mountain-car-force", "MountainCar force 0.0011 instead of 0.001",
+             "force: float = 0.001", "force: float = 0.0011", tuple(CLASSIC)),
+    # ---------------------------------------------------------------- concurrency
+    Mutation("concurrent-seed-off-by-one", "sub-env i seeded s+i+1",
+             "seeds = [int(seed) + i for i in range(n)]",
+             "seeds = [int(seed) + i + 1 for i in range(n)]", tuple(CONCURRENT)),
+    Mutation("concurrent-next-step-reward", "the NEXT_STEP reset step rewards 1, not 0",
+             "obs, info = env.reset()\n        return obs, 0.0, False, False, info",
+             "obs, info = env.reset()\n        return obs, 1.0, False, False, info",
+             tuple(CONCURRENT)),
+    Mutation("concurrent-truncation-no-reset", "a truncated sub-env is not reset (NEXT_STEP)",
+             "self._autoreset |= terminations | truncations",
+             "self._autoreset |= terminations", tuple(CONCURRENT)),
+]
+
+
+def locate(tree: Path, snippet: str) -> list[Path]:
+    """Files under tree/batchenv containing snippet, once per occurrence."""
+    hits = []
+    for path in sorted((tree / "batchenv").rglob("*.py")):
+        hits += [path] * path.read_text().count(snippet)
+    return hits
+
+
+def run(root: Path, m: Mutation, timeout: float) -> tuple[str, str, float]:
+    """(status, detail, seconds) of one mutation on a fresh copy of root."""
+    with tempfile.TemporaryDirectory(prefix="batchenv-mut-") as tmp:
+        tree = Path(tmp)
+        shutil.copytree(root / "batchenv", tree / "batchenv",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(root / "tests", tree / "tests",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for extra in ("pyproject.toml", "conftest.py", "README.md", "docs", "examples",
+                      "benchmarks"):
+            src = root / extra
+            if src.is_dir():
+                shutil.copytree(src, tree / extra, ignore=shutil.ignore_patterns("__pycache__"))
+            elif src.exists():
+                shutil.copy(src, tree / extra)
+        hits = locate(tree, m.find)
+        if len(hits) != 1:
+            return "not applied", f"snippet found {len(hits)} times", 0.0
+        path = hits[0]
+        path.write_text(path.read_text().replace(m.find, m.replace))
+        tests = [t for t in m.tests if (tree / t).exists()]
+        env = {k: v for k, v in os.environ.items() if k != "CI"}  # skips are not failures here
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               "-p", "no:randomly", *dict.fromkeys(tests)]
+        t0 = time.perf_counter()
+        try:
+            out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "caught", f"(timed out after {timeout:.0f} s)", time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        text = out.stdout + out.stderr
+        if out.returncode == 0:
+            return "MISSED", _summary(text), seconds
+        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
+        if failed:
+            return "caught", failed[0], seconds
+        return "caught", f"(pytest exit {out.returncode}) " + _summary(text), seconds
+
+
+def _summary(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
+                    help="tree to mutate (a checkout with batchenv/ and tests/)")
+    ap.add_argument("-k", default="", help="only mutations whose id contains this")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    args = ap.parse_args()
+    chosen = [m for m in MUTATIONS if args.k in m.id]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id:32} {m.bug}")
+        return 0
+    root = args.root.resolve()
+    print(f"mutating copies of {root} ({len(chosen)} mutations)\n")
+    print("| mutation | bug | result | first failing test (or pytest's summary) | s |")
+    print("|---|---|---|---|---:|")
+    bad = 0
+    for m in chosen:
+        status, detail, seconds = run(root, m, args.timeout)
+        bad += status != "caught"
+        print(f"| {m.id} | {m.bug} | {status} | {detail} | {seconds:.0f} |", flush=True)
+    caught = len(chosen) - bad
+    print(f"\n{caught} of {len(chosen)} mutations caught")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
