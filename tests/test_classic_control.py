@@ -419,11 +419,10 @@ def test_frames_have_gymnasiums_size_and_geometry(gym_id):
         assert no_mode.render() is None  # no render_mode: a warning, no frames
 
 
-def _difference(a, b):
-    """Fraction of pixels of either frame whose colour (within 110 in every channel) is
-    found nowhere in the 3 x 3 neighbourhood of the same pixel in the other frame: forgives
-    one-pixel shifts of an edge and the grey of anti-aliasing, not a misplaced shape (every
-    colour Gymnasium draws is more than 120 away from the white background)."""
+def _difference(a, b, tolerance=16):
+    """Fraction of pixels of either frame whose colour (within ``tolerance`` in every
+    channel) is found nowhere in the 3 x 3 neighbourhood of the same pixel in the other
+    frame: forgives one-pixel shifts of an edge, not a misplaced shape."""
 
     def unmatched(x, y):
         x, y = x.astype(np.int16), np.pad(y.astype(np.int16), ((1, 1), (1, 1), (0, 0)),
@@ -434,7 +433,7 @@ def _difference(a, b):
             for dx in range(3):
                 gap = np.abs(x - y[dy:dy + h, dx:dx + w]).max(axis=2)
                 np.minimum(best, gap, out=best)
-        return best > 110
+        return best > tolerance
 
     return float(np.mean(unmatched(a, b) | unmatched(b, a)))
 
@@ -456,8 +455,36 @@ def test_frames_look_like_gymnasiums_pygame_frames(gym_id, monkeypatch):
         reference.close()
     for mine, ref in zip(frames, theirs):
         assert mine.shape == ref.shape
-        assert _difference(mine, ref) < 0.001  # (MountainCar's hill: 0.0007, anti-aliased)
+        # measured (this test's scenes): at most 0.0054 (MountainCar's anti-aliased hill)
+        assert _difference(mine, ref) < 0.008
+        for colour, overlap in _colour_overlaps(mine, ref).items():
+            floor = COLOUR_OVERLAP_EXCEPTIONS.get((gym_id, colour), 0.9)
+            assert overlap >= floor, (colour, overlap)
     assert _difference(frames[0], theirs[3]) > 0.003  # another state looks different
+
+
+#: Colours Gymnasium draws whose pixels we cannot reproduce exactly, with the least overlap
+#: accepted (measured on this test's scenes): MountainCar's hill is an anti-aliased line
+#: (pygame.gfxdraw.aapolygon), whose exact-black pixels depend on sub-pixel coverage
+#: (0.46-0.49); Pendulum's arrow is a PNG that Gymnasium scales with pygame (near-black
+#: (2, 2, 2) pixels; ours is drawn, not scaled: 0.002-0.007), checked by _difference only.
+COLOUR_OVERLAP_EXCEPTIONS = {("MountainCar-v0", (0, 0, 0)): 0.4,
+                             ("MountainCarContinuous-v0", (0, 0, 0)): 0.4,
+                             ("Pendulum-v1", (2, 2, 2)): 0.0}
+
+
+def _colour_overlaps(mine, ref, min_pixels=100):
+    """For every colour covering at least ``min_pixels`` of Gymnasium's frame: the overlap
+    (intersection over union) of the pixels of exactly that colour in both frames. A shape
+    drawn in another colour (a grey cart, a recoloured pole) overlaps 0. Measured: >= 0.92
+    for every colour but the exceptions above."""
+    colours, counts = np.unique(ref.reshape(-1, 3), axis=0, return_counts=True)
+    out = {}
+    for colour, count in zip(colours, counts):
+        if count >= min_pixels:
+            a, b = (ref == colour).all(axis=2), (mine == colour).all(axis=2)
+            out[tuple(int(v) for v in colour)] = float((a & b).sum() / (a | b).sum())
+    return out
 
 
 # ------------------------------------------------------------------------ docs
@@ -502,7 +529,7 @@ def test_fast_sin_cos_is_within_one_ulp_of_the_c_library():
 def test_fast_sin_coefficients_are_the_minimax_fit():
     """SIN_COEFFS are what their comment says: the Chebyshev fit of (sin(x)/x - 1)/x**2 on
     |x| <= FAST_TRIG_RANGE, recomputed here in 40-digit arithmetic."""
-    mp = pytest.importorskip("mpmath")  # CI has it (torch depends on sympy, sympy on mpmath)
+    import mpmath as mp  # in the `test` extra
     from batchenv.envs.cartpole import FAST_TRIG_RANGE, SIN_COEFFS
 
     mp.mp.dps = 40
@@ -515,9 +542,10 @@ def test_fast_sin_coefficients_are_the_minimax_fit():
     assert error * FAST_TRIG_RANGE**2 < 1e-17  # relative to sin(x): < 0.1 ulp
 
 
-def test_default_cartpole_steps_like_gymnasium_to_1e_12():
-    """By default (``fast_trig=True``) a step from Gymnasium's state agrees to ~1e-15 (sine and
-    cosine may differ by one ulp); Gymnasium's state is copied in before every step."""
+def test_default_cartpole_steps_like_gymnasium_to_1e_15():
+    """By default (``fast_trig=True``) a step from Gymnasium's state agrees to 1e-15 absolute
+    (measured here: at most 4.4e-16; sine and cosine may differ by one ulp); Gymnasium's state
+    is copied in before every step."""
     case = CASES["CartPole-v1"]
     ours = BatchCartPole(N, fast_trig=True)
     theirs = gymnasium_vec(case)
@@ -534,7 +562,7 @@ def test_default_cartpole_steps_like_gymnasium_to_1e_12():
         fresh = records["elapsed_steps"] == 0  # reset by this step: other random draws
         mine = np.stack([records[f] for f in case.fields], axis=1)[~fresh]
         gyms = np.array([theirs.envs[i].unwrapped.state for i in np.flatnonzero(~fresh)])
-        np.testing.assert_allclose(mine, gyms, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(mine, gyms, rtol=0, atol=1e-15)
         np.testing.assert_allclose(o1[~fresh], obs[~fresh], rtol=1e-6, atol=1e-9)
         np.testing.assert_array_equal(r1, r2)
         np.testing.assert_array_equal(te1, te2)

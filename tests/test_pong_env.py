@@ -296,7 +296,10 @@ def test_rally_random_play_short_positive_episodes():
         steps[ended] = -1  # the next step is the NEXT_STEP reset
         assert not tr.any()
     assert len(lengths) > 500
-    assert 1 <= min(lengths) and np.median(lengths) < 200
+    # docs/pong.md: "random play misses within a few dozen steps" (measured: median 20,
+    # 90% of episodes within 58 steps)
+    assert 1 <= min(lengths) and 10 <= np.median(lengths) <= 48
+    assert np.percentile(lengths, 90) <= 100
     # reward +1 per step of rally, 0 on the miss: return = length - 1
     np.testing.assert_array_equal(np.array(returns), np.array(lengths) - 1)
 

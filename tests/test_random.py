@@ -24,36 +24,10 @@ import itertools
 
 import numpy as np
 import pytest
+from _splitmix import MASK, key_of, splitmix64, unit, words
 
 import batchenv
 from batchenv.random import BatchRandom, seed_keys
-
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio (the paper's gamma)
-SALT = 0x5851F42D4C957F2D  # batchenv's seed salt (batchenv/random.py, documented there)
-
-
-def mix(z: int) -> int:
-    """Stafford's Mix13, SplitMix64's output function."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-def splitmix64(state: int):
-    """SplitMix64's output stream from ``state``, as the reference C code ``next()``."""
-    while True:
-        state = (state + GOLDEN) & MASK
-        yield mix(state)
-
-
-def key_of(seed: int) -> int:
-    return mix(mix((seed * GOLDEN + SALT) & MASK))
-
-
-def words(key: int, counter: int, count: int) -> list[int]:
-    """Words ``counter, counter + 1, ...`` of the stream of ``key``, by SplitMix64 itself."""
-    return list(itertools.islice(splitmix64((key + (counter - 1) * GOLDEN) & MASK), count))
 
 
 def test_the_oracle_is_splitmix64():
@@ -86,11 +60,11 @@ def test_batch_random_draws_are_splitmix64_outputs(counter):
     batch = BatchRandom(np.array(keys, dtype=np.uint64),
                         np.full(len(keys), counter, dtype=np.uint64))
     bits = batch.bits((3,))
-    unit = batch.random((2,))
+    uniform = batch.random((2,))
     for i, k in enumerate(keys):
         expect = words(k, counter, 5)
         assert [int(b) for b in bits[i]] == expect[:3]
-        assert unit[i].tolist() == [(w >> 11) * 2.0**-53 for w in expect[3:]]
+        assert uniform[i].tolist() == [unit(w) for w in expect[3:]]
         assert int(batch.counter[i]) == (counter + 5) & MASK
 
 
@@ -121,7 +95,7 @@ def test_pong_serve_uses_the_first_three_words_of_the_stream():
     env.reset(seed=s)
     st = env.get_state()
     for i in range(n):
-        side, row, vy = ((w >> 11) * 2.0**-53 for w in words(key_of(s + i), 0, 3))
+        side, row, vy = (unit(w) for w in words(key_of(s + i), 0, 3))
         assert st["ball_x"][i] == np.float32(20.0)
         assert st["ball_y"][i] == np.float32(7.5 + row * 14.5)
         assert st["ball_vx"][i] == (-1.0 if side < 0.5 else 1.0)
