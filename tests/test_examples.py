@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("tqdm")
+# torch and tqdm are in the `test` extra (through `examples`): a missing install fails
+# here, loudly, instead of skipping every test of this module
+import torch  # noqa: F401
+import tqdm  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 LOSSES = ("loss", "pg_loss", "v_loss", "entropy", "approx_kl")
