@@ -19,7 +19,12 @@ __all__ = ["main", "build_parser", "bench_pong"]
 def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15,
                repeats: int = 5, ale: bool = True, out=None) -> list[dict]:
     """Print BatchPong's throughput next to the plain-Python baseline (and ALE when ale-py
-    is installed), all measured in this run; returns the rows."""
+    is installed), all measured in this run and interleaved: each of ``repeats`` rounds
+    times every case once, so all cases see the same machine load (as
+    ``benchmarks/bench_pong.py`` does); figures are the medians. Returns the rows."""
+    import statistics
+    import time
+
     from batchenv.envs import _pong_bench as b
 
     out = sys.stdout if out is None else out
@@ -27,12 +32,40 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     def line(text: str) -> None:
         print(text, file=out, flush=True)
 
-    plain = b.time_plain(repeats=repeats, block=block)
-    ale_s = b.time_ale(repeats=3, block=max(block, 0.3)) if ale and b.ale_available() else None
-    line("BatchPong throughput (env-steps/s, median of "
-         f"{repeats} timed blocks; NEXT_STEP auto-reset, validation on)")
+    cases = [("state", True, n) for n in sizes]
+    cases += [("tiles", True, 4096), ("pixels", True, 4096), ("pixels", False, 4096)]
+    keep, steppers = [], {}
+    keep.append(b.plain_games(1))
+    steppers["plain"] = b.loop_stepper(keep[-1])
+    if ale and b.ale_available():
+        envs, steppers["ale"] = b.ale_stepper(1)
+        keep.append(envs)
+    for obs_type, copy, n in cases:
+        env, steppers[(obs_type, copy, n)] = b.batch_stepper(n, obs_type=obs_type, copy=copy)
+        keep.append(env)
+    calls = {}  # calls per timed block, calibrated after a warm-up
+    for name, run in steppers.items():
+        t0, count = time.perf_counter(), 0
+        while count < 3 or time.perf_counter() - t0 < block / 4:
+            run(count)
+            count += 1
+        calls[name] = max(2, int(count * block / (time.perf_counter() - t0)))
+    times: dict = {name: [] for name in steppers}
+    t = 10
+    for _ in range(repeats):
+        for name, run in steppers.items():
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                run(t)
+                t += 1
+            times[name].append((time.perf_counter() - start) / calls[name])
+    med = {name: statistics.median(v) for name, v in times.items()}
+    plain, ale_s = med["plain"], med.get("ale")
+    line(f"BatchPong throughput (env-steps/s, median of {repeats} rounds; each round times "
+         "every case once, interleaved; NEXT_STEP auto-reset, validation on)")
     line(f"baseline: PlainPong (plain Python floats, one game in a loop) "
-         f"{1 / plain / 1e6:.2f} M steps/s" + (f"; ALE/Pong-v5 (ale-py, defaults) "
+         f"{1 / plain / 1e6:.2f} M steps/s" + (f"; ALE/Pong-v5 (ale-py, defaults: 4 frames "
+                                               f"of 210x160 RGB per step) "
                                                f"{1 / ale_s / 1e3:.2f} k steps/s"
                                                if ale_s else "; ALE: ale-py not installed"))
     line("")
@@ -41,10 +74,8 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     line(header)
     line("-" * len(header))
     rows = []
-    cases = [("state", True, n) for n in sizes]
-    cases += [("tiles", True, 4096), ("pixels", True, 4096), ("pixels", False, 4096)]
     for obs_type, copy, n in cases:
-        t = b.time_batch(n, repeats=repeats, block=block, obs_type=obs_type, copy=copy)
+        t = med[(obs_type, copy, n)]
         per_env = t / n
         row = {"obs_type": obs_type, "copy": copy, "num_envs": n, "seconds_per_step": t,
                "env_steps_per_s": 1 / per_env, "vs_plain": plain / per_env,
@@ -53,6 +84,8 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
         line(f"{obs_type:<8} {str(copy):<5} {n:>8} {t * 1e6:>9.1f} {per_env * 1e9:>11.1f} "
              f"{1 / per_env / 1e6:>13.2f} {plain / per_env:>11.1f}"
              + (f" {ale_s / per_env:>7.0f}" if ale_s else ""))
+    for env in keep[2 if ale_s else 1:]:
+        env.close()
     line("")
     line("Full figures: python benchmarks/bench_pong.py; plot: python benchmarks/plot_scaling.py")
     return rows

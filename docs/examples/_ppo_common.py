@@ -5,6 +5,7 @@ accounting. The reinforcement learning itself lives in ``ppo_pong.py`` and
 from __future__ import annotations
 
 import csv
+import json
 import time
 from collections import deque
 from pathlib import Path
@@ -122,3 +123,11 @@ def plot_learning_curve(csv_path: str | Path, png_path: str | Path, title: str,
     Path(png_path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png_path)
     plt.close(fig)
+
+
+def write_summary(summary: dict, png_path: str | Path) -> str:
+    """The run's summary as JSON next to its learning curve (``<png>.json``): the figures a
+    page quotes from a run ship with the curve they describe."""
+    path = Path(png_path).with_suffix(".json")
+    path.write_text(json.dumps(summary, indent=1) + "\n")
+    return str(path)

@@ -29,7 +29,12 @@ from torch import nn
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ppo_common import EpisodeLog, Stopwatch, plot_learning_curve  # noqa: E402
+from _ppo_common import (  # noqa: E402
+    EpisodeLog,
+    Stopwatch,
+    plot_learning_curve,
+    write_summary,
+)
 
 import batchenv  # noqa: E402
 
@@ -399,6 +404,8 @@ def main(argv: list[str] | None = None) -> dict:
                  f"{global_step / 1e6:.3g}M steps in {elapsed / 60:.1f} min")
         plot_learning_curve(args.csv, png, title, target=args.target_return)
         summary["png"] = png
+        summary["args"] = {k: v for k, v in vars(args).items()}
+        summary["summary_json"] = write_summary(summary, png)
     return summary
 
 
