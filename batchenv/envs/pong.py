@@ -39,8 +39,9 @@ _OBS_FIELDS = ("ball_x", "ball_y", "ball_vx", "ball_vy", "left_y", "right_y")
 
 @dataclass(frozen=True)
 class PongParams:
-    """The rules' constants. Defaults follow the seed (batch_pong_poc, DESIGN.md section 2)
-    unless marked otherwise."""
+    """The rules' constants. Defaults follow the seed (batch_pong_poc; docs/pong.md, "The
+    rules") unless marked otherwise; batchenv.reference.pong.Rules states them independently
+    and tests/test_pong_reference.py pins these defaults to it."""
 
     width: int = 40  # court columns; paddles stand in columns 0 and width-1 (seed)
     height: int = 30  # court rows (seed)
