@@ -530,6 +530,7 @@ def test_fast_sin_coefficients_are_the_minimax_fit():
     """SIN_COEFFS are what their comment says: the Chebyshev fit of (sin(x)/x - 1)/x**2 on
     |x| <= FAST_TRIG_RANGE, recomputed here in 40-digit arithmetic."""
     import mpmath as mp  # in the `test` extra
+
     from batchenv.envs.cartpole import FAST_TRIG_RANGE, SIN_COEFFS
 
     mp.mp.dps = 40
