@@ -10,7 +10,7 @@ sine and cosine are within one ulp of the C library's, tested to ~1e-15 per step
 MountainCar-v0, MountainCarContinuous-v0,
 Acrobot-v1, and Pendulum-v1's observations and flags. Pendulum-v1's reward is compared with
 ``rtol=1e-9``: Gymnasium squares the float32 torque with the C library's ``powf``, which is
-not correctly rounded (one float32 ulp off for ~0.07% of torques), and numpy has no
+not correctly rounded (one float32 ulp off for ~0.08% of torques), and numpy has no
 vectorized ``powf``; the difference is ~1e-10 (see the class docstring).
 """
 

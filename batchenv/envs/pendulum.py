@@ -92,7 +92,8 @@ class BatchPendulum(ClassicControlEnv):
     * Observations and the dynamics are bit for bit Gymnasium's. The reward's torque term
       ``0.001 * u**2`` is computed in float32 as Gymnasium does, but Gymnasium squares
       with the C library's ``powf``, which is off by one float32 unit in the last place
-      for about 0.07% of torques, and numpy has no vectorized ``powf``: batchenv squares
+      for about 0.08% of torques (docs/classic_control.md gives the command), and numpy
+      has no vectorized ``powf``: batchenv squares
       exactly. The reward can then differ by ~1e-10 (relative 1e-11); tests compare it with
       ``rtol=1e-9``.
     * Random numbers come from batchenv's per-env streams, so a seed gives other start
