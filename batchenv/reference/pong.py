@@ -7,7 +7,7 @@ against.
   observations (state vector, tile map, pixels, rendered frames, text) drawn pixel by pixel
   with Python loops, and the base class's episode logic (time limit, the three auto-reset
   modes). Stepped side by side with a batch after ``set_state``, every field, reward, flag
-  and observation must agree exactly. Slow (numpy scalars cost ~100 ns per operation): it
+  and observation must agree exactly. Slow (every operation is on numpy scalars): it
   is the oracle, not a baseline.
 * :class:`PlainPong`: the same game against the CPU written as a plain-Python programmer
   would, with Python floats and the :mod:`random` module: the honest speed baseline for
