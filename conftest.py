@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["pytester"]  # tests/test_ci_skips.py runs pytest on a small suite
+
 #: Tests allowed to skip in CI: ``fnmatch`` patterns of node ids, each with the reason it
 #: may skip there. Keep it short; prefer making the test run.
 ALLOWED_SKIPS: dict[str, str] = {
