@@ -7,6 +7,12 @@ import fnmatch
 import os
 
 import pytest
+from hypothesis import settings
+
+# No wall-clock in unit tests: hypothesis's default 200 ms deadline per example fails tests on
+# a loaded machine (seen on this project's shared 2-core machine), whatever the code does.
+settings.register_profile("batchenv", deadline=None)
+settings.load_profile("batchenv")
 
 pytest_plugins = ["pytester"]  # tests/test_ci_skips.py runs pytest on a small suite
 

@@ -70,9 +70,11 @@ MUTATIONS = [
              "x += _SEED_SALT", "x += _SEED_SALT + np.uint64(2)", tuple(PONG + CORE[2:3])),
     # ---------------------------------------------------------------- Pong
     Mutation("pong-paddle-speed", "PongParams.paddle_speed 3 instead of the seed's 2",
-             "paddle_speed: float = 2.0", "paddle_speed: float = 3.0", tuple(PONG)),
+             "paddle_speed: float = 2.0  # cells per step of the agent's paddle",
+             "paddle_speed: float = 3.0  # cells per step of the agent's paddle", tuple(PONG)),
     Mutation("pong-cpu-speed", "the CPU paddle moves 1.5 cells per step instead of 1",
-             "cpu_speed: float = 1.0", "cpu_speed: float = 1.5", tuple(PONG)),
+             "cpu_speed: float = 1.0  # cells per step of the CPU paddle",
+             "cpu_speed: float = 1.5  # cells per step of the CPU paddle", tuple(PONG)),
     Mutation("pong-points-to-win", "games end at 11 points instead of 21",
              "points_to_win: int = 21  # the game ends",
              "points_to_win: int = 11  # the game ends", tuple(PONG)),
