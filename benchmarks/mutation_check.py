@@ -86,7 +86,8 @@ MUTATIONS = [
     Mutation("pong-left-paddle-colour", "rendered left paddle (80, 200, 130), not green 120",
              "[80, 200, 120],", "[80, 200, 130],", tuple(PONG)),
     Mutation("pong-pixel-paddle-levels", "pixel frames swap ALE's paddle grey levels",
-             "(87, 236, 147, 148, 236)", "(87, 236, 148, 147, 236)", tuple(PONG)),
+             "int, int, int, int] = (87, 236, 147, 148, 236)",
+             "int, int, int, int] = (87, 236, 148, 147, 236)", tuple(PONG)),
     # ---------------------------------------------------------------- classic control
     Mutation("classic-cart-grey", "CartPole's cart drawn grey instead of black",
              "canvas.polygon(cart + (cartx, carty), BLACK)",
