@@ -35,7 +35,7 @@ CORE = ["tests/test_core.py", "tests/test_autoreset.py", "tests/test_random.py",
 PONG = ["tests/test_pong_rules.py", "tests/test_pong_reference.py", "tests/test_pong_env.py",
         "tests/test_pong_render.py", "tests/test_random.py"]
 CLASSIC = ["tests/test_classic_control.py"]
-CONCURRENT = ["tests/test_concurrent.py"]
+CONCURRENT = ["tests/test_concurrent.py", "tests/test_concurrent_disabled.py"]
 
 
 @dataclass(frozen=True)
