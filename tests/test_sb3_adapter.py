@@ -279,9 +279,9 @@ def test_sb3_ppo_cnn_policy_on_stacked_pong_pixels(mode, channel_axis):
 
     torch.set_num_threads(1)
     n, n_steps = 2, 48
-    recorder = _Recorder(BatchPong(n, obs_type="pixels", channel_axis=channel_axis,
-                                   autoreset_mode=mode, points_to_win=1,
-                                   max_episode_steps=40))
+    layout = {} if channel_axis is None else {"channel_axis": channel_axis}  # None: the
+    recorder = _Recorder(BatchPong(n, obs_type="pixels", autoreset_mode=mode,  # client's
+                                   points_to_win=1, max_episode_steps=40, **layout))  # call
     venv = VecTransposeImage(VecFrameStack(to_sb3(recorder), 4))
     assert venv.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     venv.seed(3)
