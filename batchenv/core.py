@@ -84,6 +84,11 @@ class BatchEnv(VectorEnv):
         validate: check every action (shape, dtype, range, NaN/inf). ``False`` skips the
             checks for speed; invalid actions then have undefined results.
         render_mode: one of ``metadata["render_modes"]`` or ``None``.
+
+    ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
+    per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
+    result once per env (``render`` and ``np_random_seed``: their per-env entries);
+    :meth:`set_attr` sets the batch's attribute (per-env values must be equal).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
