@@ -329,7 +329,7 @@ class BatchEnv(VectorEnv):
         return self._terminated
 
     @property
-    def np_random_seed(self) -> tuple[int, ...]:
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
         """The seed of each env's random stream, a tuple of ``num_envs`` ints, as
         ``SyncVectorEnv.np_random_seed``: ``(s, s+1, ..., s+n-1)`` after ``reset(seed=s)``;
         the list's entries after ``reset(seed=[...])`` (envs given ``None`` keep theirs);
@@ -678,7 +678,8 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
     high = space.high.astype(space.dtype)
     buffer = np.zeros(shape, dtype=space.dtype)
     integer_box = space.dtype.kind in "iu"
-    dtype_range = np.iinfo(space.dtype) if integer_box else None
+    dtype_range = np.iinfo(space.dtype.name) if integer_box else None
+    lowest, highest = (int(dtype_range.min), int(dtype_range.max)) if dtype_range else (0, 0)
 
     def check(actions: Any) -> np.ndarray:
         a = np.asarray(actions)
@@ -693,7 +694,7 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
                 rows = _bad_rows(~np.isfinite(a))
                 raise ValueError(f"actions contain NaN or inf at env indices "
                                  f"{_listed(rows)}")
-            outside = (a < dtype_range.min) | (a > dtype_range.max)
+            outside = (a < lowest) | (a > highest)
             if outside.any():
                 rows = _bad_rows(outside)
                 raise ValueError(f"actions do not fit the action dtype {space.dtype} of "

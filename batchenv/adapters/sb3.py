@@ -104,7 +104,8 @@ class SB3VecEnv(VecEnv):
         observation_space = vector_env.single_observation_space
         self._add_channel = bool(add_channel_axis) and _is_grayscale_image(observation_space)
         if self._add_channel:
-            observation_space = spaces.Box(0, 255, (*observation_space.shape, 1), np.uint8)
+            shape = (*observation_space.shape, 1)  # type: ignore[misc]  # a Box's: a tuple
+            observation_space = spaces.Box(0, 255, shape, np.uint8)  # type: ignore[arg-type]
         super().__init__(vector_env.num_envs, observation_space,
                          vector_env.single_action_space)
         self.metadata = vector_env.metadata
