@@ -215,7 +215,9 @@ class BatchEnv(VectorEnv):
 
         ``seed``: ``None`` (keep each stream; fresh entropy on the very first reset), an int
         ``s`` (env i gets seed ``s + i``, as ``SyncVectorEnv``) or a list of ``num_envs``
-        ints / ``None``. With a mask, only masked envs are reseeded.
+        ints / ``None``. With a mask, only masked envs are reseeded. Before the first full
+        reset, an all-True mask is a full reset and any other mask raises
+        :class:`StepBeforeResetError`.
         """
         self._check_open()
         mask = _check_options(options, self.num_envs)
