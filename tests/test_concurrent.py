@@ -548,8 +548,10 @@ def test_seeds_int_and_list(make, executor):
     assert np.all(obs == [5, 0, 7, 1])
     obs, _ = envs.reset(seed=np.int64(3))
     assert np.all(obs == [3, 4, 5, 6])
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match="num_envs=4 entries"):  # BatchEnv's seed rules
         envs.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match=r"bad entries at env indices \[1\]"):
+        envs.reset(seed=[1, -2, 3, 4])
     with pytest.raises(TypeError, match="seed"):
         envs.reset(seed="42")
 
