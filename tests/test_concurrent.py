@@ -28,6 +28,11 @@ from batchenv.concurrent import (
 from batchenv.core import ClosedEnvError, StepBeforeResetError
 
 EXECUTORS = ["thread", "asyncio"]
+# No test asserts an elapsed time (issue 15): overlap is proved by meeting points that only
+# concurrent calls can pass, timeouts by envs blocked on an event until the test releases
+# them (a wait a correct implementation never ends by itself). GUARD only bounds how long a
+# broken implementation can hang the suite; a correct one never comes near it.
+GUARD = 30.0
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 
 
@@ -160,39 +165,55 @@ class RandomInfoEnv(gym.Env):
         return self._obs(), float(np.sum(action)) + u, terminated, truncated, info
 
 
-class SleepEnv(gym.Env):
-    """Waits ``delay`` seconds in ``step`` with time.sleep (I/O-like, releases the GIL)."""
+class MeetEnv(gym.Env):
+    """Its step returns only once all ``parties`` envs sharing ``barrier`` are inside their
+    step at the same time (time.sleep-like: the thread blocks, releasing the GIL)."""
 
     observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = spaces.Discrete(2)
 
-    def __init__(self, delay: float):
-        self.delay = delay
+    def __init__(self, barrier: threading.Barrier):
+        self.barrier = barrier
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         return np.zeros(1, np.float32), {}
 
     def step(self, action):
-        time.sleep(self.delay)
+        self.barrier.wait(GUARD)  # BrokenBarrierError unless the steps overlap
         return np.ones(1, np.float32), 1.0, False, False, {}
 
 
-class ASleepEnv(AsyncEnv):
-    """Waits ``delay`` seconds in ``step`` with asyncio.sleep."""
+class AsyncMeeting:
+    """An asyncio meeting point for ``parties`` coroutines (asyncio.Barrier needs 3.11)."""
+
+    def __init__(self, parties: int):
+        self.parties, self.arrived, self.everyone = parties, 0, None
+
+    async def meet(self):
+        if self.everyone is None:
+            self.everyone = asyncio.Event()  # bound to the loop that runs the coroutines
+        self.arrived += 1
+        if self.arrived == self.parties:
+            self.everyone.set()
+        await asyncio.wait_for(self.everyone.wait(), GUARD)  # TimeoutError unless they overlap
+
+
+class AMeetEnv(AsyncEnv):
+    """MeetEnv as an AsyncEnv: its step waits on the event loop until all have arrived."""
 
     observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = spaces.Discrete(2)
 
-    def __init__(self, delay: float):
-        self.delay = delay
+    def __init__(self, meeting: AsyncMeeting):
+        self.meeting = meeting
 
     async def reset(self, *, seed=None, options=None):
         await super().reset(seed=seed)
         return np.zeros(1, np.float32), {}
 
     async def step(self, action):
-        await asyncio.sleep(self.delay)
+        await self.meeting.meet()
         return np.ones(1, np.float32), 1.0, False, False, {}
 
 
@@ -751,9 +772,15 @@ def test_factory_error_names_the_env_and_closes_the_others():
 @pytest.mark.parametrize("executor", ["thread", "asyncio"])
 def test_factory_timeout_closes_the_env_the_late_factory_makes(executor):
     """A factory that answers after the constructor gave up: the constructor raises
-    SubEnvTimeoutError and closes the envs it made; the late env is closed when it comes."""
+    SubEnvTimeoutError and closes the envs it made; the late env is closed when it comes.
+    The slow factory waits on an event the test sets only after the timeout fired."""
     made: list[CountEnv] = []
-    release = threading.Event()
+    release, late_closed = threading.Event(), threading.Event()
+
+    class Late(CountEnv):
+        def close(self):
+            super().close()
+            late_closed.set()
 
     def fast():
         env = CountEnv()
@@ -761,16 +788,15 @@ def test_factory_timeout_closes_the_env_the_late_factory_makes(executor):
         return env
 
     def slow():
-        release.wait(10)
-        return fast()
+        release.wait(GUARD)
+        made.append(Late())
+        return made[-1]
 
     with pytest.raises(SubEnvTimeoutError, match=r"env_fn\(\) timed out .*envs \[1\]"):
-        ConcurrentVectorEnv([fast, slow, fast], executor=executor, timeout=0.3)
+        ConcurrentVectorEnv([fast, slow, fast], executor=executor, timeout=1.0)
     assert len(made) == 2 and all(env.close_calls == 1 for env in made)
     release.set()
-    deadline = time.monotonic() + 10
-    while (len(made) < 3 or made[-1].close_calls == 0) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert late_closed.wait(GUARD)
     assert len(made) == 3 and all(env.close_calls == 1 for env in made)
 
 
@@ -787,18 +813,19 @@ def test_set_attr_and_parallel_argument_errors(make):
 # ----------------------------------------------------------------------- overlap is real --
 
 
-@pytest.mark.parametrize("executor, cls", [("thread", SleepEnv), ("asyncio", ASleepEnv)])
-def test_overlap_is_real(make, executor, cls):
-    n, delay = 64, 0.05
-    envs = make([lambda: cls(delay) for _ in range(n)], executor=executor)
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_overlap_is_real(make, executor):
+    """All 64 envs must be inside their step at once to pass the meeting point (an event,
+    not a clock: a sequential implementation fails however fast the machine is)."""
+    n = 64
+    barrier, meeting = threading.Barrier(n), AsyncMeeting(n)
+    if executor == "thread":
+        envs = make([lambda: MeetEnv(barrier) for _ in range(n)])
+    else:
+        envs = make([lambda: AMeetEnv(meeting) for _ in range(n)], executor="asyncio")
     envs.reset()
-    actions = np.zeros(n, dtype=np.int64)
-    envs.step(actions)  # the first step also starts the threads
-    start = time.perf_counter()
-    obs, rew, *_ = envs.step(actions)
-    elapsed = time.perf_counter() - start
+    obs, rew, *_ = envs.step(np.zeros(n, dtype=np.int64))
     assert np.all(rew == 1.0) and np.all(obs == 1.0)
-    assert elapsed < 16 * delay, f"one step of {n} envs waiting {delay} s took {elapsed:.3f} s"
 
 
 # ----------------------------------------------------------------------- event loops --
@@ -877,10 +904,15 @@ def test_parallel_plain_and_async_functions(make, executor):
 
 
 def test_async_parallel_overlaps(make):
+    """The 64 coroutines must all be waiting at once to pass the meeting point (an event)."""
     envs = make(count_fns("thread", 64))
-    start = time.perf_counter()
-    out = envs.parallel(lambda env: asyncio.sleep(0.05, result=1))
-    assert out == [1] * 64 and time.perf_counter() - start < 16 * 0.05
+    meeting = AsyncMeeting(64)
+
+    async def meet(env):
+        await meeting.meet()
+        return 1
+
+    assert envs.parallel(meet) == [1] * 64
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -940,7 +972,7 @@ def test_async_env_errors_name_every_failing_env(make):
     assert isinstance(exc_info.value.__cause__, KeyError)
 
 
-def _close_returns(envs, guard: float = 10.0) -> bool:
+def _close_returns(envs, guard: float = GUARD) -> bool:
     """Close in a helper thread; True if it returned (the guard only avoids hanging CI)."""
     closer = threading.Thread(target=envs.close, daemon=True)
     closer.start()
@@ -950,6 +982,8 @@ def _close_returns(envs, guard: float = 10.0) -> bool:
 
 @pytest.mark.parametrize("per_call", [False, True])
 def test_thread_timeout_names_the_env_and_close_still_returns(per_call):
+    """Env 1 waits on an event the test sets only at the end: its step can end only through
+    the timeout (no clock is read by the test)."""
     release = threading.Event()
     fns = [lambda: FaultyEnv(), lambda: FaultyEnv(block=release), lambda: FaultyEnv()]
     envs = ConcurrentVectorEnv(fns, timeout=None if per_call else 1.0)
@@ -968,6 +1002,7 @@ def test_thread_timeout_names_the_env_and_close_still_returns(per_call):
 
 
 def test_asyncio_timeout_cancels_the_task_and_close_returns():
+    """Env 1 awaits an event nobody sets: only the timeout ends the step."""
     envs = ConcurrentVectorEnv([lambda: AFaultyEnv(), lambda: AFaultyEnv(block=True)],
                                executor="asyncio")
     envs.reset()
@@ -979,6 +1014,7 @@ def test_asyncio_timeout_cancels_the_task_and_close_returns():
 
 
 def test_async_api_timeout(make):
+    """Env 1 awaits an event nobody sets: only the timeout ends the step."""
     envs = make([lambda: AFaultyEnv(), lambda: AFaultyEnv(block=True)], executor="asyncio")
 
     async def main():
@@ -1003,6 +1039,8 @@ def test_close_after_a_failure_returns_and_reports_close_errors():
 
 
 def test_close_timeout_warns_and_returns():
+    """Env 1's close waits on an event set only after close returned: only close's timeout
+    lets it return."""
     release = threading.Event()
 
     class SlowClose(CountEnv):
@@ -1055,25 +1093,39 @@ def test_repr_names_env_id_and_executor(make):
     assert repr(envs) == "ConcurrentVectorEnv(CartPole-v1, num_envs=2, executor='asyncio')"
 
 
-class SlowCountEnv(CountEnv):
+class HeldCountEnv(CountEnv):
+    """A CountEnv whose step, once ``hold`` is set, signals ``started`` and then waits for
+    ``release``."""
+
+    def __init__(self):
+        super().__init__()
+        self.hold, self.started, self.release = False, threading.Event(), threading.Event()
+
     def step(self, action):
-        time.sleep(0.2)
+        if self.hold:
+            self.started.set()
+            self.release.wait(GUARD)
         return super().step(action)
 
 
 def test_cancelled_astep_abandons_the_step_and_asks_for_a_reset(make):
-    envs = make([CountEnv, SlowCountEnv], max_workers=2)
+    """The astep is cancelled while env 1 is provably inside its step (events, no sleeps)."""
+    envs = make([CountEnv, HeldCountEnv], max_workers=2)
+    held = envs.envs[1]
 
     async def main():
         await envs.areset()
+        held.hold = True
         task = asyncio.create_task(envs.astep([1, 1]))
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(held.started.wait, GUARD)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         with pytest.raises(ResetNeeded, match=r"envs \[0, 1\]"):
             await envs.astep([1, 1])
-        obs, _ = await envs.areset()  # waits for env 1's abandoned step (never concurrent)
+        held.hold = False
+        held.release.set()  # env 1's abandoned step ends; the reset waits for it, never overlaps
+        obs, _ = await envs.areset()
         assert np.all(obs == [0, 0])
         obs, *_ = await envs.astep([1, 1])
         return obs

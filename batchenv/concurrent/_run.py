@@ -1,8 +1,8 @@
 """How a call runs: one job per env, in a pool of daemon threads (plain envs) or as tasks of
 a private event loop (AsyncEnv envs), gathered into one :class:`Batch` the caller waits on.
 
-Each per-env operation is written once, as a coroutine. On a plain env it never suspends, so
-a pool thread runs it to completion with one ``send``; on an async env it is a task.
+Each per-env operation is written once (see :func:`then`): a plain env's runs in a pool
+thread, an async env's coroutine as a task of the loop.
 
 The pool is elastic, because how many threads pay depends on the env: a batch starts with as
 many threads as the previous call of the same method needed, each thread waking the next
@@ -101,58 +101,53 @@ def awaitable(x: Any) -> bool:
     return hasattr(x, "__await__")
 
 
-async def next_step(env: Any, action: Any, needs_reset: bool) -> tuple:
+def then(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn(value)``; when ``value`` is awaitable (an async env's coroutine), a coroutine that
+    awaits it first. So each operation is written once, for plain and async envs alike, and
+    costs a plain env nothing but the call."""
+    return _then(value, fn) if awaitable(value) else fn(value)
+
+
+async def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
+    result = fn(await value)
+    return (await result) if awaitable(result) else result
+
+
+def next_step(env: Any, action: Any, needs_reset: bool) -> Any:
     """NEXT_STEP: an env whose episode ended last step is reset instead of stepped."""
     if needs_reset:
-        r = env.reset()
-        obs, info = (await r) if awaitable(r) else r
-        return obs, 0.0, False, False, info
-    r = env.step(action)
-    return (await r) if awaitable(r) else r
+        return then(env.reset(), lambda r: (r[0], 0.0, False, False, r[1]))
+    return env.step(action)
 
 
-async def same_step(env: Any, action: Any) -> tuple:
+def same_step(env: Any, action: Any) -> Any:
     """SAME_STEP: step, and reset at once if the episode ended; 6th item: the final obs/info."""
-    r = env.step(action)
-    obs, reward, terminated, truncated, info = (await r) if awaitable(r) else r
+    return then(env.step(action), lambda r: _reset_if_over(env, *r))
+
+
+def _reset_if_over(env: Any, obs: Any, reward: Any, terminated: Any, truncated: Any,
+                   info: dict) -> Any:
     if not (terminated or truncated):
         return obs, reward, terminated, truncated, info, None
     final = {"final_obs": obs, "final_info": info}
-    r = env.reset()
-    obs, info = (await r) if awaitable(r) else r
-    return obs, reward, terminated, truncated, info, final
+    return then(env.reset(), lambda r: (r[0], reward, terminated, truncated, r[1], final))
 
 
-async def step(env: Any, action: Any) -> tuple:
+def step(env: Any, action: Any) -> Any:
     """DISABLED: a plain step (envs waiting for a reset are not sent one)."""
-    r = env.step(action)
-    return (await r) if awaitable(r) else r
+    return env.step(action)
 
 
-async def reset(env: Any, seed: int | None, options: Any) -> tuple:
-    r = env.reset(seed=seed, options=options)
-    return (await r) if awaitable(r) else r
+def reset(env: Any, seed: int | None, options: Any) -> Any:
+    return env.reset(seed=seed, options=options)
 
 
-async def apply(env: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(env, *args)``; an awaitable it returns is awaited on the private loop."""
+def apply(env: Any, fn: Callable[..., Any], *args: Any) -> Any:
     return fn(env, *args)
 
 
-async def close(env: Any) -> None:
-    r = env.close()
-    if awaitable(r):
-        await r
-
-
-def run_now(coro: Any) -> Any:
-    """Run a coroutine that never suspends (an operation on a plain env) to its end."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise TypeError("a plain env's method returned an awaitable inside reset/step")
+def close(env: Any) -> Any:
+    return env.close()
 
 
 # --------------------------------------------------------------------------- pool and batch
@@ -263,25 +258,27 @@ class Batch:
 
     def work(self, pool: Pool, inbox: SimpleQueue) -> None:
         """Claim and run envs until none is left (in a pool thread)."""
-        helped = False
+        lock, todo, op, envs, args, locks = (self.lock, self.todo, self.op, self.envs,
+                                              self.args, self.locks)
+        park, helped = (lambda: pool.park(inbox)), False
         while True:
-            with self.lock:
-                if not self.todo:
+            with lock:
+                if not todo:
                     break
-                i = self.todo.popleft()
-                if not helped:
+                i = todo.popleft()
+                if not helped:  # threads that claimed an env: how many the next call wakes
                     helped, self.helpers = True, self.helpers + 1
-                chain = self.woken < self.target and self.todo
+                chain = self.woken < self.target and todo
             if chain:  # wake the next thread now: it takes the GIL when this one blocks
                 pool.wake(self)
-            with self.locks[i]:
+            with locks[i]:
                 try:
-                    result = run_now(self.op(self.envs[i], *self.args[i]))
+                    result = op(envs[i], *args[i])
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
                     self.errors[i], result = exc, FAILED
-            if self.record(i, result, lambda: pool.park(inbox)):
+            if self.record(i, result, park):
                 return
-        pool.park(inbox)
+        park()
 
     def record(self, i: int, result: Any, before_finish: Callable[[], None] | None = None
                ) -> bool:
@@ -333,12 +330,15 @@ class Batch:
                 self.errors[i] = exc
                 self.record(i, FAILED)
 
-    def _task(self, i: int, awaitable: Any) -> None:  # in the loop's thread
-        if self.stopped:
-            if hasattr(awaitable, "close"):
-                awaitable.close()
+    def _task(self, i: int, result: Any) -> None:  # in the loop's thread
+        if not awaitable(result):
+            self.record(i, result)
             return
-        task = asyncio.ensure_future(awaitable)
+        if self.stopped:
+            if hasattr(result, "close"):
+                result.close()
+            return
+        task = asyncio.ensure_future(result)
         self.tasks.append(task)
         task.add_done_callback(lambda t: self._task_done(i, t))
 

@@ -350,7 +350,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                     break
                 await _Wait(batch, _run.TICK if ramp and (left is None or left > _run.TICK)
                             else left)
-                if ramp:
+                if ramp and not batch.finished:
                     batch.ramp(self._pool)
         except BaseException:  # Ctrl-C or cancelled: the caller gets none of the results
             self._abandon(batch, batch.threaded + batch.task_idx if breaks else [])
@@ -368,8 +368,9 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                envs: list[Any] | None = None, on_loop: Sequence[bool] | None = None,
                awaits: bool = False, late: Callable[[Any], None] | None = None) -> _run.Batch:
         on_loop = self._is_async if on_loop is None else on_loop
-        batch = _run.Batch(op, self.envs if envs is None else envs, args,
-                           [i for i in idx if not on_loop[i]], [i for i in idx if on_loop[i]],
+        threaded, tasks = (list(idx), []) if not any(on_loop) else (
+            [i for i in idx if not on_loop[i]], [i for i in idx if on_loop[i]])
+        batch = _run.Batch(op, self.envs if envs is None else envs, args, threaded, tasks,
                            self._locks, threads, self._loop if awaits else None, late)
         if batch.threaded:
             self._pool.wake(batch)
@@ -511,17 +512,18 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         batch = await self._run("reset", _run.reset, [(s, options) for s in seeds],
                                 idx.tolist() if isinstance(idx, np.ndarray) else idx, timeout,
                                 breaks=True)
-        results, bad, obs, infos = batch.results, {}, {}, {}
+        results, prev_obs, bad, changed, infos = batch.results, list(self._env_obs), {}, [], {}
         for i in idx:
             r = results[i]
             if r is PENDING or r is FAILED:
                 continue
             if isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], dict):
-                obs[i] = r[0]
+                self._env_obs[i] = r[0]
+                changed.append(i)
             else:
                 bad[i] = BadResult(f"{_short(r)}; expected (obs, info) with a dict info")
-        bad.update(self._store_obs(obs))
-        ok = [i for i in obs if i not in bad]
+        bad.update(self._store_obs(changed, prev_obs))
+        ok = [i for i in changed if i not in bad]
         for i in ok:
             if results[i][1]:
                 infos = self._add_info(infos, results[i][1], i)
@@ -545,58 +547,58 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             idx = (np.flatnonzero(~self._autoreset).tolist() if mode is AutoresetMode.DISABLED
                    else range(n))
         batch = await self._run("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
-        results, rewards = batch.results, np.zeros(n, dtype=np.float64)
-        flags = np.zeros((2, n), dtype=np.bool_)  # terminations, truncations
+        results, env_obs, prev_obs = batch.results, self._env_obs, list(self._env_obs)
+        rewards = np.zeros(n, dtype=np.float64)
+        terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
         infos: dict[str, Any] = {}
-        obs: dict[int, Any] = {}
-        bad: dict[int, BadResult] = {}
+        stepped, bad, same_step = [], {}, mode is AutoresetMode.SAME_STEP
         for i in idx:
             r = results[i]
             if r is PENDING or r is FAILED:
                 continue
             try:
-                o, rewards[i], flags[0, i], flags[1, i], info = r[:5]
+                env_obs[i], rewards[i], terminations[i], truncations[i], info = (
+                    r[:5] if same_step else r)
                 if not isinstance(info, dict):
                     raise TypeError
             except (TypeError, ValueError):
-                rewards[i] = flags[0, i] = flags[1, i] = 0
+                env_obs[i] = prev_obs[i]
                 bad[i] = BadResult(f"{_short(r)}; expected (obs, reward, terminated, "
                                    "truncated, info) with a dict info")
                 continue
-            obs[i] = o
-            if len(r) == 6 and r[5] is not None:  # SAME_STEP: final_obs and final_info
+            stepped.append(i)
+            if same_step and r[5] is not None:  # final_obs and final_info
                 infos = self._add_info(infos, r[5], i)
             if info:
                 infos = self._add_info(infos, info, i)
-        bad.update(self._store_obs(obs))
-        for i in bad:  # infos and flags hold only what the caller could use
-            rewards[i] = flags[0, i] = flags[1, i] = 0
-        ok = [i for i in obs if i not in bad]
+        bad.update(self._store_obs(stepped, prev_obs))
+        done = terminations | truncations
         if mode is AutoresetMode.DISABLED:  # finished envs wait for a reset
-            self._autoreset[ok] |= flags[0, ok] | flags[1, ok]
-        else:
-            self._autoreset[ok] = flags[0, ok] | flags[1, ok]
+            self._autoreset |= done
+        elif len(stepped) == n and not bad:
+            self._autoreset = done
+        else:  # only the envs that stepped have news
+            ok = [i for i in stepped if i not in bad]
+            self._autoreset[ok] = done[ok]
         self._set_broken([*batch.errors, *bad])
         self._raise(batch, "step", bad)
-        return self._obs_out(), rewards, flags[0], flags[1], infos
+        return self._obs_out(), rewards, terminations, truncations, infos
 
-    def _store_obs(self, new: dict[int, Any]) -> dict[int, BadResult]:
-        """Put the envs' new observations in the batch; those that do not fit the space are
-        left out (their env keeps its last row) and returned as errors."""
-        old = {i: self._env_obs[i] for i in new}
-        for i, o in new.items():
-            self._env_obs[i] = o
+    def _store_obs(self, changed: list[int], prev_obs: list[Any]) -> dict[int, BadResult]:
+        """Batch the envs' observations (``changed`` ones are new). New ones that do not fit
+        the space are taken back (``prev_obs``: their env keeps its row) and returned."""
         space = self.single_observation_space
         try:
             self._observations = concatenate(space, self._env_obs, self._observations)
             return {}
         except (TypeError, ValueError, AttributeError):
-            bad = {i: BadResult(f"an observation that does not fit {space}{_expected(space, o)}")
-                   for i, o in new.items() if not _fits(space, o)}
+            bad = {i: BadResult(f"an observation that does not fit {space}"
+                                f"{_expected(space, self._env_obs[i])}")
+                   for i in changed if not _fits(space, self._env_obs[i])}
             if not bad:
                 raise
             for i in bad:
-                self._env_obs[i] = old[i]
+                self._env_obs[i] = prev_obs[i]
             self._observations = concatenate(space, self._env_obs, self._observations)
             return bad
 
