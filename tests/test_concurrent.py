@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import traceback
 from typing import Any
 
@@ -1140,10 +1139,97 @@ def test_malformed_step_results_name_the_env(make):
 
     envs = make([CountEnv, BadReturn])
     envs.reset()
-    with pytest.raises(ValueError, match=r"env 1's step\(\) returned \(0, 0.0\)"):
+    with pytest.raises(ValueError, match=r"env 1's step\(\) returned \(0, 0.0\)") as exc_info:
         envs.step([0, 0])
-    with pytest.raises(ResetNeeded):
+    assert isinstance(exc_info.value, SubEnvError) and list(exc_info.value.errors) == [1]
+    with pytest.raises(ResetNeeded, match=r"envs \[1\] failed"):  # env 0 stepped normally
         envs.step([0, 0])
+
+
+class ShapeEnv(gym.Env):
+    """Observes ``[count] * 4`` in a (4,) Box; ``count`` starts at the seed and adds 1 per
+    step, which is also the reward; the episode ends at ``max_count``. Returns ``np.zeros(3)``
+    (a wrong shape) from ``reset`` while ``bad_reset`` and from the step reaching ``bad_at``."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, max_count: int = 1000, bad_reset: bool = False, bad_at: int = -1):
+        self.max_count, self.bad_reset, self.bad_at, self.count = max_count, bad_reset, bad_at, 0
+
+    def _obs(self):
+        return np.full(4, self.count, np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.count = seed or 0
+        return (np.zeros(3) if self.bad_reset else self._obs()), {}
+
+    def step(self, action):
+        self.count += 1
+        obs = np.zeros(3) if self.count == self.bad_at else self._obs()
+        return obs, float(self.count), self.count >= self.max_count, False, {}
+
+
+SHAPE_ERROR = (r"returned an observation that does not fit Box.*"
+               r"expected shape \(4,\), got shape \(3,\)")
+
+
+def test_reset_with_a_wrong_observation_shape_names_the_env_and_keeps_the_others(make):
+    """Issue 12: a (3,) observation for a (4,) Box named env and shape; env 1 is not marked
+    reset; the envs that did reset are recorded (the expected rows follow from ShapeEnv's
+    rules: observation = seed, then +1 per step)."""
+    envs = make([ShapeEnv, lambda: ShapeEnv(bad_reset=True), ShapeEnv])
+    with pytest.raises(SubEnvError, match="env 1's reset\\(\\) " + SHAPE_ERROR) as exc_info:
+        envs.reset(seed=10)
+    assert isinstance(exc_info.value, ValueError) and list(exc_info.value.errors) == [1]
+    with pytest.raises(StepBeforeResetError, match=r"envs \[1\] were ever reset"):
+        envs.step([0, 0, 0])
+    envs.set_attr("bad_reset", False)
+    obs, _ = envs.reset(seed=[0, 21, 0], options={"reset_mask": np.array([False, True, False])})
+    assert np.array_equal(obs[:, 0], [10, 21, 12])
+    obs, reward, *_ = envs.step([0, 0, 0])
+    assert np.array_equal(obs, np.repeat([[11], [22], [13]], 4, axis=1))
+    assert np.array_equal(reward, [11, 22, 13])
+
+
+@pytest.mark.parametrize("mode, rows, rewards", [
+    # env 0's episode ended (count 2) in the step that failed for env 1:
+    (AutoresetMode.NEXT_STEP, [0, 6, 3], [0, 6, 3]),  # its next step is a reset step
+    (AutoresetMode.SAME_STEP, [1, 6, 3], [1, 6, 3]),  # it was reset in the failed step
+    (AutoresetMode.DISABLED, [2, 6, 3], [0, 6, 3]),  # it stands still until reset
+])
+def test_step_with_a_wrong_observation_shape_keeps_every_env_consistent(make, mode, rows,
+                                                                       rewards):
+    """Issue 12: the bad env is named with the expected shape and must be reset; the others
+    stepped, and their observations and episode ends are kept (known answers from ShapeEnv's
+    rules and the documented auto-reset tables)."""
+    envs = make([lambda: ShapeEnv(max_count=2), lambda: ShapeEnv(bad_at=2), ShapeEnv],
+                autoreset_mode=mode)
+    envs.reset(seed=[0, 0, 0])
+    envs.step([0, 0, 0])
+    with pytest.raises(ValueError, match="env 1's step\\(\\) " + SHAPE_ERROR):
+        envs.step([0, 0, 0])
+    with pytest.raises(ResetNeeded, match=r"envs \[1\] failed"):
+        envs.step([0, 0, 0])
+    obs, _ = envs.reset(seed=[0, 5, 0], options={"reset_mask": np.array([False, True, False])})
+    assert np.array_equal(obs[:, 0], [0 if mode is AutoresetMode.SAME_STEP else 2, 5, 2])
+    obs, reward, *_ = envs.step([0, 0, 0])
+    assert np.array_equal(obs[:, 0], rows) and np.array_equal(reward, rewards)
+
+
+def test_close_right_after_a_failed_step_does_not_wait():
+    """Regression: a wake-up lost while the step's last thread was parking left close()
+    without a thread until its timeout (about 1 run in 100)."""
+    import warnings
+
+    for _ in range(100):
+        envs = ConcurrentVectorEnv([lambda: FaultyEnv(fail_at=1), CountEnv])
+        envs.reset()
+        with pytest.raises(SubEnvError):
+            envs.step([0, 0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a close that timed out warns
+            envs.close(timeout=GUARD)
 
 
 @pytest.mark.parametrize("vectorization", ["thread", "asyncio", None])
