@@ -157,6 +157,41 @@ def measure(systems: dict, steps: dict[str, int], repeats: int) -> dict[str, flo
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+def compare(label: str, cls: type, rounds: int) -> None:
+    """This version against another, closely interleaved: each round steps both for a few
+    steps, in alternating order; prints the median and quartiles of the per-round ratios of
+    time per step (< 1: this version is faster)."""
+    print(f"\nthis version vs {label}: time per step ratio, median [quartiles] of {rounds} "
+          "rounds")
+    cases = [("(a) 200 envs waiting 10 ms", 200, WaitEnv, AsyncWaitEnv, 5),
+             ("(b) 32 envs waiting 10 ms", 32, WaitEnv, AsyncWaitEnv, 5),
+             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100)]
+    for title, n, fn, afn, k in cases:
+        for executor in ("thread", "asyncio"):
+            env_fns = [afn if executor == "asyncio" else fn] * n
+            pair = [ConcurrentVectorEnv(env_fns, executor=executor),
+                    cls(env_fns, executor=executor)]
+            actions = np.zeros(n, dtype=np.int64)
+            for env in pair:
+                env.reset(seed=0)
+                for _ in range(3):
+                    env.step(actions)
+            ratios = []
+            for r in range(rounds):
+                times = [0.0, 0.0]
+                for j in ((0, 1) if r % 2 else (1, 0)):
+                    start = time.perf_counter()
+                    for _ in range(k):
+                        pair[j].step(actions)
+                    times[j] = time.perf_counter() - start
+                ratios.append(times[0] / times[1])
+            for env in pair:
+                env.close()
+            q = statistics.quantiles(ratios, n=4)
+            print(f"  {title:<30}{executor:<9}{statistics.median(ratios):.3f} "
+                  f"[{q[0]:.3f}, {q[2]:.3f}]")
+
+
 def report(title: str, n: int, per_step: dict[str, float], baseline: str, goal: str) -> None:
     """Print a table; ``goal`` "throughput" shows speed-ups, "time" shows time ratios."""
     print(f"\n{title}")
@@ -234,6 +269,8 @@ def main() -> None:
         )
         report(f"(d) {n} envs, each step ~1 ms of CPU work, {what} (for the docs' table)",
                n, per_step, "SyncVectorEnv", "throughput")
+    for label, cls in OTHER.items():
+        compare(label, cls, rounds=10 * r)
     print(f"\ntotal benchmark time {time.perf_counter() - t0:.0f} s")
 
 
