@@ -257,18 +257,31 @@ class Batch:
         self._callbacks: list[Callable[[], None]] = []
 
     def work(self, pool: Pool, inbox: SimpleQueue) -> None:
-        """Claim and run envs until none is left (in a pool thread)."""
-        lock, todo, op, envs, args, locks = (self.lock, self.todo, self.op, self.envs,
-                                              self.args, self.locks)
-        park, helped = (lambda: pool.park(inbox)), False
+        """Claim and run envs until none is left (in a pool thread). Storing a result and
+        claiming the next env take the batch's lock once."""
+        lock, todo, results, locks = self.lock, self.todo, self.results, self.locks
+        op, envs, args, loop = self.op, self.envs, self.args, self.loop
+        i = result = None
+        helped = last = late = False
         while True:
             with lock:
-                if not todo:
-                    break
-                i = todo.popleft()
-                if not helped:  # threads that claimed an env: how many the next call wakes
-                    helped, self.helpers = True, self.helpers + 1
-                chain = self.woken < self.target and todo
+                if i is not None:  # store env i's result, unless it is still to be awaited
+                    late = self.stopped
+                    if not late and result is not PENDING:
+                        results[i] = result
+                        self.left -= 1
+                        last = not self.left
+                if last or not todo:
+                    i = None
+                else:
+                    i = todo.popleft()
+                    if not helped:  # threads that claimed an env: how many the next call wakes
+                        helped, self.helpers = True, self.helpers + 1
+                    chain = self.woken < self.target and todo
+            if late and self.late is not None and result is not FAILED and result is not PENDING:
+                self.late(result)  # the caller gave up on it
+            if i is None:
+                break
             if chain:  # wake the next thread now: it takes the GIL when this one blocks
                 pool.wake(self)
             with locks[i]:
@@ -276,37 +289,36 @@ class Batch:
                     result = op(envs[i], *args[i])
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
                     self.errors[i], result = exc, FAILED
-            if self.record(i, result, park):
-                return
-        park()
+            if loop is not None and awaitable(result):  # awaited on the loop, stored then
+                loop().call_soon(self._task, i, result)
+                result = PENDING
+        pool.park(inbox)  # before finishing: the caller's next call can reuse this thread
+        if last:
+            self._finish()
 
-    def record(self, i: int, result: Any, before_finish: Callable[[], None] | None = None
-               ) -> bool:
-        """Store env i's result; True when it was the last one: then ``before_finish`` runs
-        (a pool thread parks itself, so that the caller's next call can reuse it at once)
-        and the batch is finished."""
+    def record(self, i: int, result: Any) -> None:
+        """Store env i's result (from the event loop's thread); the last one finishes."""
         if self.loop is not None and awaitable(result):
             self.loop().call_soon(self._task, i, result)
-            return False
+            return
         with self.lock:
             late = self.stopped
             if not late:
                 self.results[i] = result
                 self.left -= 1
-            last = not late and self.left == 0
+            last = not late and not self.left
         if late and self.late is not None and result is not FAILED:
             self.late(result)
-        if not last:
-            return False
-        if before_finish is not None:
-            before_finish()
+        if last:
+            self._finish()
+
+    def _finish(self) -> None:
         with self.lock:
             self.finished = True
             callbacks, self._callbacks = self._callbacks, []
         self._done.release()
         for callback in callbacks:
             callback()
-        return True
 
     def wait(self, seconds: float | None) -> bool:
         """Block until finished (True) or ``seconds`` have passed (False)."""
