@@ -234,6 +234,10 @@ class Batch:
     the :class:`LoopThread`), an awaitable result is awaited there. ``late`` gets each result
     that arrives after the caller gave up (a factory's env, to be closed)."""
 
+    __slots__ = ("op", "envs", "args", "locks", "threaded", "task_idx", "loop", "late",
+                 "results", "errors", "todo", "left", "target", "woken", "helpers", "seen",
+                 "stopped", "timed_out", "tasks", "lock", "finished", "_done", "_callbacks")
+
     def __init__(self, op: Callable, envs: list[Any], args: list[tuple], threaded: list[int],
                  tasks: list[int], locks: list[threading.Lock], target: int = 1,
                  loop: Callable[[], LoopThread] | None = None,
@@ -244,7 +248,7 @@ class Batch:
         self.errors: dict[int, BaseException] = {}
         self.todo = deque(threaded)  # not claimed by a thread yet
         self.left = len(threaded) + len(tasks)
-        self.target = max(1, min(target, len(threaded)))  # threads wanted
+        self.target = target  # threads wanted
         self.woken = self.helpers = self.seen = 0
         self.stopped = False
         self.timed_out: tuple[float, list[int]] | None = None  # (timeout, envs not answered)
@@ -252,7 +256,7 @@ class Batch:
         self.lock = threading.Lock()
         self.finished = not self.left
         self._done = threading.Lock()  # held until finished (cheaper to wait on than an Event)
-        if not self.finished:
+        if self.left:
             self._done.acquire()
         self._callbacks: list[Callable[[], None]] = []
 

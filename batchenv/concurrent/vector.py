@@ -45,6 +45,7 @@ from batchenv.core import (
 MAX_THREADS = 256
 #: Default time ``close()`` waits for the sub-envs to close before giving up on them.
 CLOSE_TIMEOUT = 10.0
+_SAME_STEP = AutoresetMode.SAME_STEP
 _STEP_OPS = {AutoresetMode.NEXT_STEP: _run.next_step, AutoresetMode.SAME_STEP: _run.same_step,
              AutoresetMode.DISABLED: _run.step}
 
@@ -551,31 +552,30 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         rewards = np.zeros(n, dtype=np.float64)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
         infos: dict[str, Any] = {}
-        stepped, bad, same_step = [], {}, mode is AutoresetMode.SAME_STEP
+        bad: dict[int, BadResult] = {}
+        partial, same_step = bool(batch.errors) or bool(batch.timed_out), mode is _SAME_STEP
         for i in idx:
             r = results[i]
-            if r is PENDING or r is FAILED:
+            if partial and (r is PENDING or r is FAILED):
                 continue
             try:
                 env_obs[i], rewards[i], terminations[i], truncations[i], info = (
                     r[:5] if same_step else r)
-                if not isinstance(info, dict):
-                    raise TypeError
-            except (TypeError, ValueError):
+                if same_step and r[5] is not None:  # final_obs and final_info
+                    infos = self._add_info(infos, r[5], i)
+                if info:
+                    infos = self._add_info(infos, info, i)
+            except (TypeError, ValueError, AttributeError):
                 env_obs[i] = prev_obs[i]
                 bad[i] = BadResult(f"{_short(r)}; expected (obs, reward, terminated, "
                                    "truncated, info) with a dict info")
-                continue
-            stepped.append(i)
-            if same_step and r[5] is not None:  # final_obs and final_info
-                infos = self._add_info(infos, r[5], i)
-            if info:
-                infos = self._add_info(infos, info, i)
+        stepped = [i for i in idx if results[i] is not PENDING and results[i] is not FAILED
+                   and i not in bad] if partial or bad else idx
         bad.update(self._store_obs(stepped, prev_obs))
         done = terminations | truncations
         if mode is AutoresetMode.DISABLED:  # finished envs wait for a reset
             self._autoreset |= done
-        elif len(stepped) == n and not bad:
+        elif stepped is idx and not bad and len(idx) == n:
             self._autoreset = done
         else:  # only the envs that stepped have news
             ok = [i for i in stepped if i not in bad]
