@@ -1,9 +1,9 @@
 """ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
 
-    python benchmarks/bench_concurrent.py            # about a minute and a half
+    python benchmarks/bench_concurrent.py            # about two minutes
     python benchmarks/bench_concurrent.py --repeats 3
     # against another version of the module, e.g. the one before a change, interleaved:
-    git show main:batchenv/concurrent.py > /tmp/old_concurrent.py
+    git show 3423df6:batchenv/concurrent.py > /tmp/old_concurrent.py  # the single-module version
     python benchmarks/bench_concurrent.py --against /tmp/old_concurrent.py
 
 Prints medians over repeats (systems are measured interleaved, so a load spike on a shared
@@ -213,7 +213,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="repeats per measurement")
     parser.add_argument("--against", metavar="FILE", help="another version of "
-                        "batchenv/concurrent.py (or of the package's vector.py) to measure "
+                        "batchenv/concurrent.py (a single module) to measure "
                         "interleaved with this one, as 'other thread' / 'other asyncio'")
     args = parser.parse_args()
     if args.against:
