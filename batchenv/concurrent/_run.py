@@ -21,6 +21,8 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
+import numpy as np
+
 from batchenv.core import _listed
 
 TICK = 2e-4  # seconds between checks for a stalled chain of threads, while envs are unclaimed
@@ -47,8 +49,8 @@ class SubEnvError(RuntimeError):
         else:
             parts = [f"env {i}: {_describe(None, method, e)}"
                      for i, e in list(self.errors.items())[:5]]
-            msg = (f"envs {_listed(list(self.errors))} raised errors in {method}() (the first "
-                   "one is chained below with its traceback): " + "; ".join(parts)
+            msg = (f"envs {_listed(np.asarray(list(self.errors)))} raised errors in {method}() "
+                   "(the first one is chained below with its traceback): " + "; ".join(parts)
                    + ("; ..." if len(self.errors) > 5 else ""))
         super().__init__(msg)
 
@@ -83,7 +85,8 @@ class SubEnvTimeoutError(TimeoutError):
         after = (" They must be reset (reset() or reset(options={'reset_mask': m})) before the "
                  "next step." if method in ("step", "reset") else "")
         super().__init__(f"{method}() timed out after {timeout:g} s: envs "
-                         f"{_listed(env_indices)} (of {num_envs}) did not answer.{after}")
+                         f"{_listed(np.asarray(env_indices))} (of {num_envs}) did not "
+                         f"answer.{after}")
 
 
 def _describe(i: int | None, method: str, exc: BaseException) -> str:

@@ -46,8 +46,9 @@ MAX_THREADS = 256
 #: Default time ``close()`` waits for the sub-envs to close before giving up on them.
 CLOSE_TIMEOUT = 10.0
 _SAME_STEP = AutoresetMode.SAME_STEP
-_STEP_OPS = {AutoresetMode.NEXT_STEP: _run.next_step, AutoresetMode.SAME_STEP: _run.same_step,
-             AutoresetMode.DISABLED: _run.step}
+_STEP_OPS: dict[AutoresetMode, Callable[..., Any]] = {
+    AutoresetMode.NEXT_STEP: _run.next_step, _SAME_STEP: _run.same_step,
+    AutoresetMode.DISABLED: _run.step}
 
 
 class _Wait:
@@ -251,12 +252,12 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         return await self._awaiting(self._parallel(fn, per_env_args, timeout), "aparallel")
 
     @property
-    def np_random_seed(self) -> tuple[int, ...]:
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
         """The np random seeds of the sub-envs."""
         return self.get_attr("np_random_seed")
 
-    @property
-    def np_random(self) -> tuple[np.random.Generator, ...]:
+    @property  # type: ignore[override, misc]
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
         """The numpy random generators of the sub-envs."""
         return self.get_attr("np_random")
 
@@ -331,7 +332,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 
     # ----------------------------------------------------------------------- the one core --
 
-    async def _run(self, method: str, op: Callable, args: list[tuple], idx: Sequence[int],
+    async def _dispatch(self, method: str, op: Callable, args: list[tuple], idx: Sequence[int],
                    timeout: float | None, *, breaks: bool = False, envs: list[Any] | None = None,
                    on_loop: Sequence[bool] | None = None, awaits: bool = False,
                    late: Callable[[Any], None] | None = None) -> _run.Batch:
@@ -409,7 +410,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         """``fn(env, *args[i])`` for every env, awaiting the awaitables it returns."""
         n = self.num_envs
         args = [(fn, *a) for a in args] if args else [(fn,)] * n
-        batch = await self._run(method, _run.apply, args, range(n), timeout, awaits=True,
+        batch = await self._dispatch(method, _run.apply, args, range(n), timeout, awaits=True,
                                 **kwargs)
         self._raise(batch, method)
         return batch.results
@@ -439,7 +440,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         arrives."""
         on_loop = [self.executor == "asyncio" and inspect.iscoroutinefunction(fn)
                    for fn in env_fns]
-        batch = await self._run("env_fn", _run.apply, [(_make, fn) for fn in env_fns],
+        batch = await self._dispatch("env_fn", _run.apply, [(_make, fn) for fn in env_fns],
                                 range(self.num_envs), None, envs=[None] * self.num_envs,
                                 on_loop=on_loop, awaits=self.executor == "asyncio",
                                 late=_close_quietly)
@@ -490,7 +491,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             if env.action_space != self.single_action_space:
                 raise RuntimeError(f"env {i}'s action_space {env.action_space} differs from "
                                    f"env 0's {self.single_action_space}")
-        self._observations = create_empty_array(self.single_observation_space, n=n, fn=np.zeros)
+        self._observations: Any = create_empty_array(self.single_observation_space, n=n,
+                                                     fn=np.zeros)
         try:
             self._env_obs = [deepcopy(o) for o in iterate(self.observation_space,
                                                           self._observations)]
@@ -504,16 +506,19 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         values, given = check_seed(seed, n)  # BatchEnv's seed and mask rules
         seeds = [int(v) if g else None for v, g in zip(values.tolist(), given.tolist(),
                                                        strict=True)]
+        idx: list[int] = list(range(n))
         if isinstance(options, Mapping) and "reset_mask" in options:
-            idx = np.flatnonzero(_check_options({"reset_mask": options["reset_mask"]}, n))
+            mask = _check_options({"reset_mask": options["reset_mask"]}, n)
+            idx = np.flatnonzero(mask).tolist()  # type: ignore[arg-type]
             options = {k: v for k, v in options.items() if k != "reset_mask"}
         else:  # other keys are the sub-envs' business
             _check_options(None if isinstance(options, Mapping) else options, n)
-            idx = range(n)
-        batch = await self._run("reset", _run.reset, [(s, options) for s in seeds],
-                                idx.tolist() if isinstance(idx, np.ndarray) else idx, timeout,
-                                breaks=True)
-        results, prev_obs, bad, changed, infos = batch.results, list(self._env_obs), {}, [], {}
+        batch = await self._dispatch("reset", _run.reset, [(s, options) for s in seeds], idx,
+                                     timeout, breaks=True)
+        results, prev_obs = batch.results, list(self._env_obs)
+        bad: dict[int, BadResult] = {}
+        changed: list[int] = []
+        infos: dict[str, Any] = {}
         for i in idx:
             r = results[i]
             if r is PENDING or r is FAILED:
@@ -541,13 +546,15 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             self._raise_not_ready()
         _check_actions(self.single_action_space, self.action_space, actions, "actions", n)
         acts = list(iterate(self.action_space, actions))
+        args: list[tuple[Any, ...]]
+        idx: Sequence[int]
         if mode is AutoresetMode.NEXT_STEP:
             args, idx = list(zip(acts, self._autoreset.tolist(), strict=True)), range(n)
         else:  # DISABLED: an env waiting for a reset stands still
             args = [(a,) for a in acts]
             idx = (np.flatnonzero(~self._autoreset).tolist() if mode is AutoresetMode.DISABLED
                    else range(n))
-        batch = await self._run("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
+        batch = await self._dispatch("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
         results, env_obs, prev_obs = batch.results, self._env_obs, list(self._env_obs)
         rewards = np.zeros(n, dtype=np.float64)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
@@ -584,7 +591,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self._raise(batch, "step", bad)
         return self._obs_out(), rewards, terminations, truncations, infos
 
-    def _store_obs(self, changed: list[int], prev_obs: list[Any]) -> dict[int, BadResult]:
+    def _store_obs(self, changed: Sequence[int], prev_obs: list[Any]) -> dict[int, BadResult]:
         """Batch the envs' observations (``changed`` ones are new). New ones that do not fit
         the space are taken back (``prev_obs``: their env keeps its row) and returned."""
         space = self.single_observation_space
@@ -607,8 +614,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         if len(never) == self.num_envs:
             raise StepBeforeResetError("step() called before reset(): call reset() first")
         if never:
-            raise StepBeforeResetError(f"step() called before envs {_listed(never)} were ever "
-                                       "reset: call reset() first")
+            raise StepBeforeResetError(f"step() called before envs {_listed(np.asarray(never))} "
+                                       "were ever reset: call reset() first")
         raise ResetNeeded(f"envs {_listed(np.flatnonzero(self._broken))} failed or timed out "
                           "in their last step/reset: reset them (reset(), or reset(options="
                           "{'reset_mask': mask})) before stepping again")
@@ -636,8 +643,9 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             # one thread per env from the start: a close may block
             batch = self._start(_run.close, [()] * self.num_envs, now, len(now))
             if not batch.wait(timeout) and warn:
-                warnings.warn(f"{type(self).__name__}.close(): envs {_listed(batch.stop()[0])} "
-                              f"did not close within {timeout:g} s; abandoning them",
+                late = np.asarray(batch.stop()[0])
+                warnings.warn(f"{type(self).__name__}.close(): envs {_listed(late)} did not "
+                              f"close within {timeout:g} s; abandoning them",
                               RuntimeWarning, stacklevel=3)
             errors = dict(batch.errors)
         self._pool.shutdown()
@@ -661,7 +669,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     def __repr__(self) -> str:
         envs = getattr(self, "envs", None)
         spec = getattr(envs[0], "spec", None) if envs else None
-        env_id = f"{spec.id}, " if getattr(spec, "id", None) else ""
+        env_id = f"{spec.id}, " if spec is not None and getattr(spec, "id", None) else ""
         return (f"{type(self).__name__}({env_id}num_envs={getattr(self, 'num_envs', '?')}, "
                 f"executor={getattr(self, 'executor', '?')!r})")
 
@@ -672,7 +680,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 def _check_timeout(timeout: Any) -> float | None:
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not timeout > 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not float(timeout) > 0:
         raise ValueError(f"`timeout` must be None or a number > 0 (seconds), got {timeout!r}")
     return None if timeout == math.inf else float(timeout)
 
@@ -730,7 +738,7 @@ def _close_when_free(env: Any, lock: threading.Lock) -> None:
 
 def _fits(space: spaces.Space, obs: Any) -> bool:
     try:
-        concatenate(space, [obs], create_empty_array(space, n=1, fn=np.zeros))
+        concatenate(space, [obs], create_empty_array(space, n=1, fn=np.zeros))  # type: ignore[arg-type]
         return True
     except (TypeError, ValueError, AttributeError, KeyError, IndexError):
         return False
@@ -747,8 +755,7 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check_actions(single: spaces.Space, batched: spaces.Space, value: Any, where: str,
-                   n: int) -> None:
+def _check_actions(single: Any, batched: Any, value: Any, where: str, n: int) -> None:
     """Raise ValueError when ``value`` does not have the batched action space's shape."""
     if isinstance(single, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
                            spaces.MultiBinary)):
