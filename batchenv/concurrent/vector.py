@@ -312,7 +312,11 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         """Run a call coroutine inside the caller's event loop, awaiting each batch."""
         self._enter(method, coro)
         try:
-            await asyncio.sleep(0)  # let the caller's loop run at least once per call
+            try:
+                await asyncio.sleep(0)  # let the caller's loop run at least once per call
+            except BaseException:  # cancelled before it started
+                coro.close()
+                raise
             loop = asyncio.get_running_loop()
             exc: BaseException | None = None
             while True:
