@@ -45,6 +45,9 @@ class Mutation:
     find: str  # a snippet occurring exactly once in batchenv/
     replace: str
     tests: tuple[str, ...]
+    #: the same bug in other versions of the code: (find, replace) pairs tried in order when
+    #: ``find`` does not occur (code refactored since the mutation was written)
+    also: tuple[tuple[str, str], ...] = ()
 
 
 MUTATIONS = [
@@ -100,15 +103,18 @@ MUTATIONS = [
              "force: float = 0.001", "force: float = 0.0011", tuple(CLASSIC)),
     # ---------------------------------------------------------------- concurrency
     Mutation("concurrent-seed-off-by-one", "sub-env i seeded s+i+1",
-             "seeds = [int(seed) + i for i in range(n)]",
-             "seeds = [int(seed) + i + 1 for i in range(n)]", tuple(CONCURRENT)),
+             "seeds = [int(v) if g else None", "seeds = [int(v) + 1 if g else None",
+             tuple(CONCURRENT), also=(("seeds = [int(seed) + i for i in range(n)]",
+                                       "seeds = [int(seed) + i + 1 for i in range(n)]"),)),
     Mutation("concurrent-next-step-reward", "the NEXT_STEP reset step rewards 1, not 0",
-             "obs, info = env.reset()\n        return obs, 0.0, False, False, info",
-             "obs, info = env.reset()\n        return obs, 1.0, False, False, info",
-             tuple(CONCURRENT)),
+             "lambda r: (r[0], 0.0, False, False, r[1])",
+             "lambda r: (r[0], 1.0, False, False, r[1])", tuple(CONCURRENT),
+             also=(("obs, info = env.reset()\n        return obs, 0.0, False, False, info",
+                    "obs, info = env.reset()\n        return obs, 1.0, False, False, info"),)),
     Mutation("concurrent-truncation-no-reset", "DISABLED: a truncated sub-env is not held",
-             "self._autoreset |= terminations | truncations",
-             "self._autoreset |= terminations", tuple(CONCURRENT)),
+             "self._autoreset |= done", "self._autoreset |= terminations", tuple(CONCURRENT),
+             also=(("self._autoreset |= terminations | truncations",
+                    "self._autoreset |= terminations"),)),
 ]
 
 
@@ -135,11 +141,13 @@ def run(root: Path, m: Mutation, timeout: float) -> tuple[str, str, float]:
                 shutil.copytree(src, tree / extra, ignore=shutil.ignore_patterns("__pycache__"))
             elif src.exists():
                 shutil.copy(src, tree / extra)
-        hits = locate(tree, m.find)
+        pairs = ((m.find, m.replace), *m.also)
+        find, replace = next(((f, r) for f, r in pairs if locate(tree, f)), pairs[0])
+        hits = locate(tree, find)
         if len(hits) != 1:
             return "not applied", f"snippet found {len(hits)} times", 0.0
         path = hits[0]
-        path.write_text(path.read_text().replace(m.find, m.replace))
+        path.write_text(path.read_text().replace(find, replace))
         tests = [t for t in m.tests if (tree / t).exists()]
         env = {k: v for k, v in os.environ.items() if k != "CI"}  # skips are not failures here
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
