@@ -92,11 +92,6 @@ class BatchEnv(VectorEnv):
     #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
     #: NaN and inf always raise.
     box_action_bounds: ClassVar[str] = "clip"
-    #: True when :meth:`observe` writes every entry of ``out`` from the state alone. With
-    #: ``copy=True`` the base class then hands ``step`` a fresh array to fill and returns
-    #: it, instead of filling its buffer and copying that (one copy less per step). Leave
-    #: False when ``observe`` leaves entries alone or updates ``out`` incrementally.
-    observe_fills_out: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -147,7 +142,6 @@ class BatchEnv(VectorEnv):
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
-        self._resetting: np.ndarray | None = None
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
 
@@ -160,23 +154,12 @@ class BatchEnv(VectorEnv):
         """
         raise NotImplementedError
 
-    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
-        """Fill rows ``rows`` of the full state ``s`` with start states; ``rng`` draws for
-        those rows only.
-
-        The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
-        back. Override it when a start state is a few fields, to write them at ``rows``
-        directly (it must draw exactly what ``reset_envs`` would, so that resets of a subset
-        and of the whole batch agree)."""
-        sub = take_rows(s, rows)
-        self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
-        put_rows(s, rows, sub)
-
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
-        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)``; they may
-        be buffers the env reuses. Time limits and auto-reset are the base class's job."""
+        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)`` (the base
+        class copies them: they may be buffers the env reuses). Time limits and auto-reset
+        are the base class's job."""
         raise NotImplementedError
 
     def observe(self, s: State, out: np.ndarray) -> None:
@@ -186,6 +169,30 @@ class BatchEnv(VectorEnv):
     def render_envs(self, s: State) -> Sequence[Any]:
         """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
         raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    # ------------------------------------------------------------------ making it fast
+    # Optional: a correct env needs none of this. docs/performance.md says what each saves
+    # on the shipped envs and how it was measured.
+
+    #: An instance attribute (set it after ``super().__init__``; default False): True when
+    #: :meth:`observe` writes every entry of ``out`` from the state alone. With ``copy=True``
+    #: the base class then lets ``observe`` fill a fresh array and returns it, instead of
+    #: filling its buffer and copying that. Leave it False when ``observe`` updates ``out``
+    #: incrementally (BatchPong's tiles and pixels).
+    observe_fills_out: bool = False
+
+    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
+        """Fill rows ``rows`` (sorted indices) of the full state ``s`` with start states;
+        ``rng`` draws for those rows only. The base class calls this for masked resets and
+        auto-resets.
+
+        The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
+        back. Override it when a start state is a few fields, to write them at ``rows``
+        directly; it must draw exactly what ``reset_envs`` would (the contract tests check
+        that resets of a subset and of the whole batch agree)."""
+        sub = take_rows(s, rows)
+        self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
+        put_rows(s, rows, sub)
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -240,17 +247,10 @@ class BatchEnv(VectorEnv):
         frozen = None
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
-        else:
-            self._resetting = waiting
 
-        try:
-            reward, terminated = self.step_envs(s, action, self._rng)
-        finally:
-            self._resetting = None
-        if reward is not self._reward:  # a kernel may have written into reward_buffer
-            np.copyto(self._reward, reward)
-        if terminated is not self._terminated:
-            np.copyto(self._terminated, terminated)
+        reward, terminated = self.step_envs(s, action, self._rng)
+        np.copyto(self._reward, reward)
+        np.copyto(self._terminated, terminated)
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
             np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
@@ -285,27 +285,6 @@ class BatchEnv(VectorEnv):
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
         return obs, self._reward.copy(), terminated, truncated, info
-
-    @property
-    def resetting(self) -> np.ndarray | None:
-        """During :meth:`step_envs` in NEXT_STEP mode: the rows (sorted indices) that this
-        step resets right after the kernel, by ``reset_rows(s, resetting, rng)`` with this
-        very array; else None. A kernel may use it to prepare their start states together
-        with its own work (BatchPong draws their serves with its own in one call); what
-        ``reset_rows`` then writes must be what it would have written otherwise."""
-        return self._resetting
-
-    @property
-    def reward_buffer(self) -> np.ndarray:
-        """The base class's float64 reward buffer, ``(num_envs,)``: a kernel may write its
-        rewards here and return it from :meth:`step_envs`, which saves a copy."""
-        return self._reward
-
-    @property
-    def terminated_buffer(self) -> np.ndarray:
-        """The base class's bool ``terminated`` buffer, ``(num_envs,)``, as
-        :attr:`reward_buffer`."""
-        return self._terminated
 
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""

@@ -483,7 +483,7 @@ def test_env_pages_are_generated_from_the_docstrings():
 
 # ------------------------------------------------------------------------ fast_trig
 def test_fast_sin_cos_is_within_one_ulp_of_the_c_library():
-    from batchenv.envs.cartpole import FAST_TRIG_RANGE, sin_cos
+    from batchenv.envs.classic.cartpole import FAST_TRIG_RANGE, sin_cos
 
     edge = np.nextafter(FAST_TRIG_RANGE, 1.0)
     x = np.concatenate([np.linspace(-FAST_TRIG_RANGE, FAST_TRIG_RANGE, 400_001),
@@ -503,7 +503,7 @@ def test_fast_sin_coefficients_are_the_minimax_fit():
     """SIN_COEFFS are what their comment says: the Chebyshev fit of (sin(x)/x - 1)/x**2 on
     |x| <= FAST_TRIG_RANGE, recomputed here in 40-digit arithmetic."""
     mp = pytest.importorskip("mpmath")  # CI has it (torch depends on sympy, sympy on mpmath)
-    from batchenv.envs.cartpole import FAST_TRIG_RANGE, SIN_COEFFS
+    from batchenv.envs.classic.cartpole import FAST_TRIG_RANGE, SIN_COEFFS
 
     mp.mp.dps = 40
 

@@ -21,10 +21,14 @@ the same two float32 operations, so both agree bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from batchenv.state import fields_view
+from batchenv.state import State, fields_view
+
+if TYPE_CHECKING:
+    from batchenv.envs.pong.rules import PongParams
 
 __all__ = ["Layout", "Raster", "tile_layout", "pixel_layout", "render_layout", "PALETTE",
            "BACKGROUND", "WALL", "LEFT_PADDLE", "RIGHT_PADDLE", "BALL"]
@@ -281,3 +285,33 @@ class Raster:
         i = d.pop("_drawn_index")
         self.__dict__.update(d)
         self._drawn = None if i is None else self._bufs[i]
+
+
+def ansi_frames(s: State, p: PongParams) -> list[str]:
+    """Text frames: the tile map with ``o`` the ball, ``#`` paddles, walls of ``-``, and
+    the score line on top."""
+    tiles = np.empty((len(s), p.height, p.width), dtype=np.uint8)
+    Raster(tile_layout(p.height, p.width, p.paddle_height), 1).draw(s, tiles)
+    chars = np.array([" ", "#", "o"])[tiles]
+    wall = "+" + "-" * p.width + "+"
+    out = []
+    for i in range(len(s)):
+        rows = ["|" + "".join(r) + "|" for r in chars[i]]
+        head = f" {int(s.score_left[i]):>3} : {int(s.score_right[i]):<3}".center(p.width + 2)
+        out.append("\n".join([head, wall, *rows, wall]) + "\n")
+    return out
+
+
+def tile_images(frames: np.ndarray, cols: int, gap: int = 2) -> np.ndarray:
+    """Lay ``frames`` ``(k, H, W, C)`` out row by row on a grid of ``cols`` columns,
+    ``gap`` pixels (value 0) between them: ``(rows*H + (rows-1)*gap, cols*W + (cols-1)*gap,
+    C)``."""
+    k, h, w, c = frames.shape
+    cols = min(cols, k)
+    rows = -(-k // cols)
+    grid = np.zeros((rows, h + gap, cols, w + gap, c), dtype=frames.dtype)
+    padded = np.zeros((rows * cols, h, w, c), dtype=frames.dtype)
+    padded[:k] = frames
+    grid[:, :h, :, :w] = padded.reshape(rows, cols, h, w, c).transpose(0, 2, 1, 3, 4)
+    return grid.reshape(rows * (h + gap), cols * (w + gap), c)[:rows * (h + gap) - gap,
+                                                               :cols * (w + gap) - gap]

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import (
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import (
     ClassicControlEnv,
     params_from,
     write_columns,
@@ -174,6 +174,7 @@ class BatchCartPole(ClassicControlEnv):
         self._work = np.empty((5, n))  # scratch rows
         self._acc = np.empty((2, n))  # xacc, thetaacc
         self._beyond = np.empty(n, dtype=np.bool_)
+        self._done = np.empty(n, dtype=np.bool_)
         self._step_reward = np.full(n, 0.0 if p.sutton_barto_reward else 1.0)
 
     # ---------------------------------------------------------------- kernels
@@ -189,7 +190,7 @@ class BatchCartPole(ClassicControlEnv):
         force = push_force(action, k)
         accelerations(s.theta, s.theta_dot, force, k, work, acc[0], acc[1])
         integrate(s, acc[0], acc[1], k, work[4])
-        done = self.terminated_buffer  # written in place: no copy
+        done = self._done
         out_of_bounds(s, k, work[4], self._beyond, done)
         if self.params.sutton_barto_reward:
             np.subtract(0.0, done, out=self._step_reward)

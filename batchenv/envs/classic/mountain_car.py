@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import (
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import (
     ClassicControlEnv,
     params_from,
     write_columns,
