@@ -532,7 +532,7 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
             raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
                              f"{kind} action space {space}, got shape {a.shape}")
         if lo_min == 0:  # negative ints view as huge unsigned ints; argmax: no reduction
-            u = a.view(a.dtype.str.replace("i", "u"))  # machinery, 3-4x cheaper than max()
+            u = a.view(a.dtype.str.replace("i", "u"))  # machinery (docs/performance.md)
             out_of_range = a.size and u.flat[u.argmax()] >= hi_max
         else:
             out_of_range = a.min() < lo_min or a.max() >= hi_max

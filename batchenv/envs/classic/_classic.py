@@ -21,8 +21,7 @@ from batchenv.state import State
 P = TypeVar("P")
 
 #: Below this many envs one transposed copy writes an (n, k) observation fastest; above it
-#: k column copies do (numpy's transposed copy costs ~0.7 ns per element, a column copy
-#: ~0.25 ns).
+#: k column copies do (``python benchmarks/bench_micro.py``; docs/performance.md).
 SMALL_BATCH = 1024
 
 

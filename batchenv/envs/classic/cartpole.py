@@ -128,11 +128,12 @@ class BatchCartPole(ClassicControlEnv):
 
     ``fast_trig=True`` (the default) computes sin and cos of the pole angle in
     :func:`sin_cos` (a minimax polynomial for the sine, ``sqrt(1 - sin**2)`` for the
-    cosine) instead of the C library, which numpy calls one element at a time: a step
-    costs 35-50% less at N >= 4096 (the two C library calls are ~45% of Gymnasium's own
-    step there). A sine may differ from Gymnasium's by one unit in the last place for ~1%
-    of angles, a cosine for ~13%, so a step from the same state agrees to ~1e-15 instead
-    of bit for bit, and long balanced episodes drift apart (the upright pole is unstable).
+    cosine) instead of the C library, which numpy calls one element at a time (the step's
+    cost with and without it: ``docs/classic_control.md``, measured by
+    ``python benchmarks/bench_classic.py``). A sine may differ from Gymnasium's by one unit
+    in the last place for ~1% of angles, a cosine for ~13%, so a step from the same state
+    agrees to ~1e-15 instead of bit for bit, and long balanced episodes drift apart (the
+    upright pole is unstable).
     ``fast_trig=False`` uses the C library and is bit for bit.
 
     ## Differences from Gymnasium
@@ -205,8 +206,8 @@ class BatchCartPole(ClassicControlEnv):
 
 # -------------------------------------------------------------------- the rules
 class CartPoleConstants:
-    """The parameters as 0-d float64 arrays (a ufunc call with a 0-d array operand costs
-    ~40% less than with a Python float), derived exactly as Gymnasium derives them."""
+    """The parameters as 0-d float64 arrays (the cheapest ufunc operands:
+    ``docs/performance.md``), derived exactly as Gymnasium derives them."""
 
     def __init__(self, p: CartPoleParams) -> None:
         def c(x: float) -> np.ndarray:
@@ -230,8 +231,17 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
                   k: CartPoleConstants, work: np.ndarray, xacc: np.ndarray,
                   thetaacc: np.ndarray) -> None:
     """The cart's and the pole's accelerations (Florian, "Correct equations for the dynamics
-    of the cart-pole system", 2007), with Gymnasium's operations in Gymnasium's order (so
-    the results match bit for bit). ``work``: four scratch rows."""
+    of the cart-pole system", 2007)::
+
+        temp = (force + polemass_length * theta_dot**2 * sin(theta)) / total_mass
+        thetaacc = (gravity * sin(theta) - cos(theta) * temp)
+                   / (length * (4/3 - masspole * cos(theta)**2 / total_mass))
+        xacc = temp - polemass_length * thetaacc * cos(theta) / total_mass
+
+    written below as a chain of in-place ufuncs (no temporaries), with Gymnasium's
+    operations in Gymnasium's order, so the results match bit for bit
+    (``tests/test_classic_control.py`` checks the chain against these lines). ``work``: four
+    scratch rows."""
     temp, den, cos, sin = work[0], work[1], work[2], work[3]
     if k.fast_trig:
         sin_cos(theta, sin, cos, temp)
@@ -267,7 +277,7 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
 #: 5e-18 relative, is ~0.03 units in the last place: what remains is float64 rounding.
 SIN_COEFFS = (-0.16666666666666663, 0.008333333333323076, -0.00019841269789973805,
               2.7557229440036473e-06, -2.498795167765636e-08)
-_SIN_K = [np.array(c) for c in SIN_COEFFS]  # 0-d arrays: ~40% cheaper ufunc operands
+_SIN_K = [np.array(c) for c in SIN_COEFFS]  # 0-d arrays: the cheapest ufunc operands
 _ONE = np.array(1.0)
 #: Where sin_cos uses the polynomial; beyond, the C library (a CartPole episode ends at
 #: |theta| > 0.21, so an angle beyond 0.4 needs |theta_dot| > 9 rad/s: rare).
@@ -278,11 +288,11 @@ _RANGE_SQUARED = FAST_TRIG_RANGE * FAST_TRIG_RANGE
 def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> None:
     """``sin(x)`` and ``cos(x)`` in ~16 numpy calls that run at memory speed: the sine by
     Horner's rule on a minimax polynomial, the cosine as ``sqrt(1 - sin**2)`` (exact
-    for |x| < pi/2, and ``np.sqrt`` is one correctly rounded SIMD instruction). 4-5x faster
-    than ``np.sin`` + ``np.cos`` at N >= 4096 (the C library's, one element at a time,
-    ~7 ns each). Each result is within one unit in the last place of the C library's
-    (sines equal for ~99% of angles, cosines for ~87%); angles beyond
-    :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
+    for |x| < pi/2, and ``np.sqrt`` is one correctly rounded SIMD instruction), instead of
+    the C library's ``sin`` and ``cos``, which numpy calls one element at a time (timings:
+    ``python benchmarks/bench_micro.py``, docs/performance.md). Each result is within one
+    unit in the last place of the C library's (sines equal for ~99% of angles, cosines for
+    ~87%); angles beyond :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
     np.multiply(x, x, out=z)
     np.multiply(z, _SIN_K[-1], out=sin)
     for c in _SIN_K[-2::-1]:
@@ -292,7 +302,7 @@ def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> N
     sin += x
     np.multiply(sin, sin, out=cos)
     np.subtract(_ONE, cos, out=cos)
-    if z[z.argmax()] <= _RANGE_SQUARED:  # argmax: 4x cheaper than max() on small arrays
+    if z[z.argmax()] <= _RANGE_SQUARED:  # argmax, not max(): no reduction machinery
         np.sqrt(cos, out=cos)
         return
     with np.errstate(invalid="ignore"):  # 1 - sin**2 < 0 where the polynomial is invalid

@@ -239,7 +239,7 @@ class Raster:
     def _paint(self, flat: np.ndarray, ball_idx: np.ndarray, paddle_idx: np.ndarray) -> None:
         flat[ball_idx] = self.layout.ball
         wide = flat.view(self._unit)  # paddles over the ball; a scalar value per call is
-        wide[paddle_idx[0]] = self._paddle_values[0]  # 25% faster than one broadcast call
+        wide[paddle_idx[0]] = self._paddle_values[0]  # cheaper than one broadcast call
         wide[paddle_idx[1]] = self._paddle_values[1]
 
     def draw(self, s, out: np.ndarray) -> None:
