@@ -17,9 +17,9 @@ call-by-call semantics of each auto-reset mode.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -29,7 +29,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from batchenv.random import MAX_SEED, BatchRandom, seed_keys
-from batchenv.state import State, from_records, put_rows, take_rows, to_records
+from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
@@ -44,6 +44,7 @@ BASE_FIELDS: list[tuple[str, Any]] = [
 _BASE_NAMES = {name for name, _ in BASE_FIELDS}
 _MAX_LISTED = 10  # env indices listed in an error message
 _USE_CLASS_DEFAULT: Any = object()
+S = TypeVar("S", bound=State)  # an env's state type: State, or its typed subclass
 
 
 class StepBeforeResetError(ResetNeeded, ValueError):
@@ -61,10 +62,11 @@ def _listed(idx: np.ndarray) -> str:
     return f"[{shown}{more}]"
 
 
-class BatchEnv(VectorEnv):
+class BatchEnv(VectorEnv, Generic[S]):
     """Base class of batched environments: N games in one state, stepped by numpy kernels.
 
-    Subclasses set :attr:`state_dtype`, :attr:`single_action_space` and
+    Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,
+    which gives :attr:`state_dtype`) or :attr:`state_dtype`, :attr:`single_action_space` and
     :attr:`single_observation_space` (class attributes, or instance attributes set before
     calling ``super().__init__``) and implement the kernels :meth:`reset_envs`,
     :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`).
@@ -82,8 +84,13 @@ class BatchEnv(VectorEnv):
         render_mode: one of ``metadata["render_modes"]`` or ``None``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
-    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`).
+    metadata: dict[str, Any] = {"render_modes": []}
+    #: The class of :attr:`state`: :class:`~batchenv.state.State`, or a subclass whose
+    #: annotations declare the fields (``ball_x: Field[np.float32]``); then
+    #: :attr:`state_dtype` is made from them and type checkers know the kernels' fields.
+    state_type: ClassVar[type[State]] = State
+    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`); made
+    #: from :attr:`state_type` when that declares fields and this is not given.
     state_dtype: ClassVar[np.dtype]
     #: Time limit used when the constructor is not given ``max_episode_steps``.
     default_max_episode_steps: ClassVar[int | None] = None
@@ -92,6 +99,12 @@ class BatchEnv(VectorEnv):
     #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
     #: NaN and inf always raise.
     box_action_bounds: ClassVar[str] = "clip"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.state_type is not State and "state_dtype" not in vars(cls) \
+                and "state_type" in vars(cls):
+            cls.state_dtype = schema(cls.state_type)
 
     def __init__(
         self,
@@ -120,7 +133,7 @@ class BatchEnv(VectorEnv):
         for attr in ("state_dtype", "single_action_space", "single_observation_space"):
             if getattr(self, attr, None) is None:
                 raise TypeError(f"{type(self).__name__} must define {attr}")
-        clash = _BASE_NAMES.intersection(self.state_dtype.names)
+        clash = _BASE_NAMES.intersection(self.state_dtype.names or ())
         if clash:
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
@@ -133,9 +146,9 @@ class BatchEnv(VectorEnv):
                                              self.box_action_bounds)
 
         n_envs = self.num_envs
-        self.state = State(self.full_state_dtype, n_envs)
+        self.state: S = cast(S, self.state_type(self.full_state_dtype, n_envs))
         space = self.single_observation_space
-        self._obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)
+        self._obs = np.zeros((n_envs, *(space.shape or ())), dtype=space.dtype)
         self._reward = np.zeros(n_envs, dtype=np.float64)
         self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
         self._terminated, self._truncated = self._flags
@@ -146,7 +159,7 @@ class BatchEnv(VectorEnv):
         self.closed = False
 
     # ------------------------------------------------------------------ kernels (override)
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: S, rng: BatchRandom) -> None:
         """Fill every row of ``s`` with a start state, drawing randomness from ``rng``.
 
         ``s`` holds only the rows being reset (all of them, or the masked / finished ones);
@@ -154,7 +167,7 @@ class BatchEnv(VectorEnv):
         """
         raise NotImplementedError
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: S, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
         per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)`` (the base
@@ -162,11 +175,11 @@ class BatchEnv(VectorEnv):
         are the base class's job."""
         raise NotImplementedError
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: S, out: np.ndarray) -> None:
         """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
         raise NotImplementedError
 
-    def render_envs(self, s: State) -> Sequence[Any]:
+    def render_envs(self, s: S) -> Sequence[Any] | np.ndarray:
         """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
         raise NotImplementedError(f"{type(self).__name__} does not render")
 
@@ -181,7 +194,7 @@ class BatchEnv(VectorEnv):
     #: incrementally (BatchPong's tiles and pixels).
     observe_fills_out: bool = False
 
-    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
+    def reset_rows(self, s: S, rows: np.ndarray, rng: BatchRandom) -> None:
         """Fill rows ``rows`` (sorted indices) of the full state ``s`` with start states;
         ``rng`` draws for those rows only. The base class calls this for masked resets and
         auto-resets.
@@ -357,7 +370,7 @@ class BatchEnv(VectorEnv):
         if self.closed:
             raise ClosedEnvError(f"{type(self).__name__} is closed: make a new env")
 
-    def _reset_rows(self, s: State, rng: BatchRandom) -> None:
+    def _reset_rows(self, s: S, rng: BatchRandom) -> None:
         self.reset_envs(s, rng)
         s.elapsed_steps[...] = 0
         s.awaiting_reset[...] = False
@@ -500,7 +513,8 @@ def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
     return mask
 
 
-def _action_checker(space: gym.Space, num_envs: int, bounds: str):
+def _action_checker(space: gym.Space, num_envs: int, bounds: str
+                    ) -> Callable[[Any], np.ndarray]:
     """A function validating a batch of actions for ``space``; returns the action array."""
     if isinstance(space, spaces.Discrete):
         return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
@@ -519,7 +533,7 @@ def _bad_rows(bad: np.ndarray) -> np.ndarray:
 
 
 def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], kind: str,
-                      space: gym.Space):
+                      space: gym.Space) -> Callable[[Any], np.ndarray]:
     lo_min, hi_max = int(np.min(low)), int(np.max(high))
     uniform_bounds = low.size == 1 or (np.all(low == low.flat[0]) and np.all(high == hi_max))
 
@@ -548,7 +562,8 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
     return check
 
 
-def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
+def _box_checker(space: spaces.Box, num_envs: int, bounds: str
+                 ) -> Callable[[Any], np.ndarray]:
     shape = (num_envs, *space.shape)
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)

@@ -95,7 +95,8 @@ class SB3VecEnv(VecEnv):
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds of the last :meth:`seed` call and the options of
         the last :meth:`set_options` call, both used once) and return the observations."""
-        obs, info = self.venv.reset(seed=self._seed_argument(), options=self._options_argument())
+        obs, info = self.venv.reset(seed=self._seed_argument(),  # type: ignore[arg-type]
+                                    options=self._options_argument())  # (a seed list is ok)
         self.reset_infos = [{} for _ in range(self.num_envs)]
         for i, env_info in _split_info(info).items():
             self.reset_infos[i] = env_info
@@ -154,7 +155,7 @@ class SB3VecEnv(VecEnv):
         """One RGB frame per env (``render_mode="rgb_array"``), for SB3's tiled ``render``."""
         if self.render_mode != "rgb_array":
             return [None] * self.num_envs
-        return list(self.venv.render())
+        return [np.asarray(frame) for frame in self.venv.render() or ()]
 
     # ------------------------------------------------------------------ attributes
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
@@ -189,9 +190,9 @@ class SB3VecEnv(VecEnv):
         seeds = self._seeds
         if all(s is None for s in seeds):
             return None
-        if all(s is not None for s in seeds) and seeds == list(range(seeds[0],
-                                                                     seeds[0] + len(seeds))):
-            return int(seeds[0])  # env i gets seed s + i: Gymnasium's and batchenv's int seed
+        first = seeds[0]
+        if first is not None and seeds == list(range(first, first + len(seeds))):
+            return int(first)  # env i gets seed s + i: Gymnasium's and batchenv's int seed
         return list(seeds)
 
     def _options_argument(self) -> dict[str, Any] | None:

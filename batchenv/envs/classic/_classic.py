@@ -10,7 +10,7 @@ the envs reset on every step). What it saves: ``docs/performance.md``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -18,7 +18,11 @@ from batchenv.core import BatchEnv
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
-P = TypeVar("P")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+P = TypeVar("P", bound="DataclassInstance")
+S = TypeVar("S", bound=State)
 
 #: Below this many envs one transposed copy writes an (n, k) observation fastest; above it
 #: k column copies do (``python benchmarks/bench_micro.py``; docs/performance.md).
@@ -44,7 +48,7 @@ def write_columns(out: np.ndarray, rows: np.ndarray | list[np.ndarray]) -> None:
             out[:, j] = row
 
 
-class ClassicControlEnv(BatchEnv):
+class ClassicControlEnv(BatchEnv[S], Generic[S]):
     """A :class:`~batchenv.BatchEnv` whose start states are written row by row.
 
     Subclasses implement :meth:`reset_rows` (drawing from its ``rng``, which covers just
@@ -55,8 +59,8 @@ class ClassicControlEnv(BatchEnv):
         super().__init__(num_envs, **kwargs)
         self.observe_fills_out = True  # every env's observe writes all its columns
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: S, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         raise NotImplementedError
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: S, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)

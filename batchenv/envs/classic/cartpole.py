@@ -16,9 +16,9 @@ from batchenv.envs.classic._classic import (
     write_columns,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchCartPole", "CartPoleParams"]
+__all__ = ["BatchCartPole", "CartPoleState", "CartPoleParams"]
 
 _FIELDS = ("x", "x_dot", "theta", "theta_dot")
 _INTEGRATORS = ("euler", "semi-implicit euler")
@@ -60,7 +60,16 @@ class CartPoleParams:
         return self.masspole * self.length
 
 
-class BatchCartPole(ClassicControlEnv):
+class CartPoleState(State):
+    """One env per row (``BatchCartPole.state_dtype`` is made from these annotations)."""
+
+    x: Field[np.float64]  # cart position, m; the episode ends beyond +-x_threshold (2.4)
+    x_dot: Field[np.float64]  # cart velocity, m/s
+    theta: Field[np.float64]  # pole angle from upright, rad; ends beyond +-12 degrees
+    theta_dot: Field[np.float64]  # pole angular velocity, rad/s
+
+
+class BatchCartPole(ClassicControlEnv[CartPoleState]):
     """## Description
 
     Gymnasium's ``CartPole-v1`` for thousands of carts at once: a pole is attached by an
@@ -154,12 +163,7 @@ class BatchCartPole(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
-    state_dtype = np.dtype([
-        ("x", np.float64),  # cart position, m; the episode ends beyond +-x_threshold (2.4)
-        ("x_dot", np.float64),  # cart velocity, m/s
-        ("theta", np.float64),  # pole angle from upright, rad; ends beyond +-12 degrees
-        ("theta_dot", np.float64),  # pole angular velocity, rad/s
-    ])
+    state_type = CartPoleState
     default_max_episode_steps = 500
     single_action_space = spaces.Discrete(2)
 
@@ -179,13 +183,13 @@ class BatchCartPole(ClassicControlEnv):
         self._step_reward = np.full(n, 0.0 if p.sutton_barto_reward else 1.0)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: CartPoleState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         draws = np.ascontiguousarray(rng.uniform(p.reset_low, p.reset_high, (4,)).T)
         for field, values in zip(fields_view(s, _FIELDS), draws):
             field[rows] = values  # row by row from contiguous rows: the cheapest scatter
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: CartPoleState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         k, work, acc = self._k, self._work, self._acc
         force = push_force(action, k)
@@ -197,10 +201,10 @@ class BatchCartPole(ClassicControlEnv):
             np.subtract(0.0, done, out=self._step_reward)
         return self._step_reward, done
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: CartPoleState, out: np.ndarray) -> None:
         write_columns(out, fields_view(s, _FIELDS))
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: CartPoleState) -> list[np.ndarray]:
         return draw.cartpole_frames(s.x, s.theta, self.params)
 
 
@@ -312,7 +316,7 @@ def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> N
     cos[wide] = np.cos(x[wide])
 
 
-def integrate(s: State, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConstants,
+def integrate(s: CartPoleState, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConstants,
               tmp: np.ndarray) -> None:
     """One step of ``tau`` seconds: Euler moves the positions with the old velocities,
     semi-implicit Euler with the new ones."""
@@ -332,7 +336,7 @@ def integrate(s: State, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConst
         s.theta += tmp
 
 
-def out_of_bounds(s: State, k: CartPoleConstants, tmp: np.ndarray, beyond: np.ndarray,
+def out_of_bounds(s: CartPoleState, k: CartPoleConstants, tmp: np.ndarray, beyond: np.ndarray,
                   out: np.ndarray) -> None:
     """Terminated: ``|x| > x_threshold`` or ``|theta| > theta_threshold_radians``."""
     np.abs(s.x, out=tmp)

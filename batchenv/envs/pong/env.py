@@ -5,6 +5,7 @@ seed's rally game; state, tile-map or Atari-like pixel observations. The rules a
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from batchenv.envs.pong.rules import (
     PADDLE_FIELDS,
     UP,
     PongParams,
+    PongState,
     ball_off_court,
     end_rally,
     fill_fields,
@@ -49,12 +51,12 @@ from batchenv.envs.pong.rules import (
     track_ball,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view, put_rows, take_rows
+from batchenv.state import fields_view, put_rows, take_rows
 
 __all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES"]
 
 
-class BatchPong(BatchEnv):
+class BatchPong(BatchEnv[PongState]):
     """## Description
 
     Pong for thousands of games at once, on the 40 x 30 court of the *batch_pong_poc* seed:
@@ -159,18 +161,7 @@ class BatchPong(BatchEnv):
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 30}
-    state_dtype = np.dtype([
-        ("ball_x", np.float32),  # column of the ball centre, [0, width-1]
-        ("ball_y", np.float32),  # row of the ball centre, [0, height-1], y downwards
-        ("ball_vx", np.float32),  # cells per step, +-ball_speed
-        ("ball_vy", np.float32),  # cells per step, [-max_ball_vy, max_ball_vy]
-        ("left_y", np.float32),  # agent paddle centre row, [paddle_min, paddle_max]
-        ("right_y", np.float32),  # CPU paddle centre row
-        ("score_left", np.int8),  # points won by the agent
-        ("score_right", np.int8),  # points won by the CPU
-        ("action_left", np.int8),  # last action applied to the left paddle (sticky actions)
-        ("action_right", np.int8),  # same, right paddle (two_player, rally)
-    ])
+    state_type = PongState
     default_max_episode_steps = 10_000
     single_action_space = spaces.Discrete(3)
 
@@ -230,10 +221,10 @@ class BatchPong(BatchEnv):
             self.single_observation_space = spaces.Box(
                 0, high, (self.layout.height, self.layout.width), dtype=np.uint8)
         if mode != "cpu":
-            self.single_action_space = spaces.MultiDiscrete([3, 3])
+            self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
-        self._obs_tmp = self._obs_scale_rows = None
+        self._obs_tmp = self._obs_scale_rows = np.empty((6, 0), np.float32)  # "state" only
         self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
@@ -247,17 +238,17 @@ class BatchPong(BatchEnv):
         self._raster = None if self.layout is None else Raster(self.layout, n)
         if self._raster is not None and not self.copy:
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
-        self._ended = np.zeros(n, dtype=np.bool_) if self.frameskip > 1 else None
+        self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
 
     def _scale(self, raw: np.ndarray) -> np.ndarray:
         return raw * self._obs_scale + self._obs_offset
 
     # ---------------------------------------------------------------- kernels
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: PongState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: PongState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         """Start states at ``rows`` of ``s``, written in place (the base class's sparse
         reset path): scores 0-0, last actions NOOP, paddles centred, and a serve."""
         p = self.params
@@ -271,7 +262,7 @@ class BatchPong(BatchEnv):
         else:
             serve(s, rows, rng, p)
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: PongState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         reward, terminated = self._step_reward, self._step_terminated
         self._served = None
@@ -287,7 +278,7 @@ class BatchPong(BatchEnv):
             self._skip_frames(s, action, rng, reward, terminated)
         return reward, terminated
 
-    def _substep(self, s: State, action: np.ndarray, rng: BatchRandom, reward: np.ndarray,
+    def _substep(self, s: PongState, action: np.ndarray, rng: BatchRandom, reward: np.ndarray,
                  terminated: np.ndarray) -> np.ndarray | None:
         """One physics step of every row; returns the rows that missed the ball (or None)."""
         p = self.params
@@ -321,7 +312,7 @@ class BatchPong(BatchEnv):
         put_fields(s, BALL_FIELDS, rows, bodies[:4])
         return missed if missed.size else None
 
-    def _serve_missed(self, s: State, missed: np.ndarray, rng: BatchRandom) -> np.ndarray:
+    def _serve_missed(self, s: PongState, missed: np.ndarray, rng: BatchRandom) -> np.ndarray:
         """The serves of the rows ``missed``.
 
         In NEXT_STEP mode the base class resets the rows that awaited a reset when the step
@@ -337,7 +328,7 @@ class BatchPong(BatchEnv):
         self._served = (resets, balls[:, len(missed):])
         return balls[:, :len(missed)]
 
-    def _applied_actions(self, s: State, action: np.ndarray, rng: BatchRandom
+    def _applied_actions(self, s: PongState, action: np.ndarray, rng: BatchRandom
                          ) -> tuple[np.ndarray, np.ndarray | None]:
         """The actions applied this sub-step: the given ones, or (sticky actions) the last
         applied ones with probability ``repeat_action_probability``."""
@@ -354,7 +345,7 @@ class BatchPong(BatchEnv):
                 right = s.action_right
         return left, right
 
-    def _skip_frames(self, s: State, action: np.ndarray, rng: BatchRandom,
+    def _skip_frames(self, s: PongState, action: np.ndarray, rng: BatchRandom,
                      reward: np.ndarray, terminated: np.ndarray) -> None:
         """``frameskip`` sub-steps; a row whose episode ends at a sub-step keeps the state
         and reward it had then (rare: restored sparsely at the end)."""
@@ -373,7 +364,7 @@ class BatchPong(BatchEnv):
             put_rows(s, rows, snapshot)
             reward[rows] = rows_reward
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: PongState, out: np.ndarray) -> None:
         if self._raster is None:
             # scale in the fields' (contiguous) order, then shift with one strided write into
             # out: the fastest order (docs/performance.md)
@@ -402,14 +393,14 @@ class BatchPong(BatchEnv):
             self._obs.flags.writeable = self.copy
 
     # ---------------------------------------------------------------- rendering
-    def render_envs(self, s: State) -> np.ndarray | list[str]:
+    def render_envs(self, s: PongState) -> Sequence[Any] | np.ndarray:
         """``rgb_array``: an array of ``len(s)`` frames (uint8 (H, W, 3)); ``ansi``: one
         string per env."""
         if self.render_mode == "ansi":
             return ansi_frames(s, self.params)
         return self.frames(s)
 
-    def frames(self, s: State | None = None) -> np.ndarray:
+    def frames(self, s: PongState | None = None) -> np.ndarray:
         """RGB frames of the rows of ``s`` (default: every env), ``(n, H, W, 3)`` uint8 with
         ``H = (height + 2) * render_scale``, ``W = width * render_scale``."""
         s = self.state if s is None else s

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from batchenv.state import State, fields_view
+from batchenv.state import fields_view
 
 if TYPE_CHECKING:
-    from batchenv.envs.pong.rules import PongParams
+    from batchenv.envs.pong.rules import PongParams, PongState
 
 __all__ = ["Layout", "Raster", "tile_layout", "pixel_layout", "render_layout", "PALETTE",
            "BACKGROUND", "WALL", "LEFT_PADDLE", "RIGHT_PADDLE", "BALL"]
@@ -106,7 +106,8 @@ class Layout:
         a, b = np.float32(self.scale_x), self._start(self.scale_x, 0, size)
         last = float(self.court_cells[1] - 1)
         cols = [int(np.float32(0.0) * a + b), int(np.float32(last) * a + b)]
-        return tuple(min(max(c, 0), self.width - size) for c in cols)
+        left, right = (min(max(c, 0), self.width - size) for c in cols)
+        return left, right
 
     def background_image(self) -> np.ndarray:
         """The image without ball and paddles, ``(height, width)`` uint8."""
@@ -126,7 +127,7 @@ def tile_layout(height: int, width: int, paddle_height: int) -> Layout:
                   (height, width))
 
 
-def pixel_layout(court: tuple[int, int], paddle_height: int, shape: tuple[int, int] = (84, 84),
+def pixel_layout(court: tuple[int, int], paddle_height: int, shape: tuple[int, ...] = (84, 84),
                  values: tuple[int, int, int, int, int] = (87, 236, 147, 148, 236)) -> Layout:
     """An Atari-DQN-like grayscale frame: walls of ``max(1, rows // 42)`` pixels above and
     below the court; values (background, wall, left paddle, right paddle, ball) default to
@@ -152,7 +153,7 @@ def render_layout(court: tuple[int, int], paddle_height: int, scale: int) -> Lay
                   LEFT_PADDLE, RIGHT_PADDLE, BALL)
 
 
-def _pattern(rows: int, cols: int, stride: int) -> np.ndarray:
+def _pattern(rows: int, cols: int, stride: int | np.ndarray) -> np.ndarray:
     return (np.arange(rows)[:, None] * stride + np.arange(cols)).ravel().astype(np.intp)
 
 
@@ -211,8 +212,8 @@ class Raster:
         cut = n * self._kb
         return buf[:cut].reshape(n, self._kb), buf[cut:].reshape(2, n, self._kp)
 
-    def _indices(self, s, env_offset: np.ndarray, paddle_base: np.ndarray, buf: np.ndarray,
-                 tmp: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _indices(self, s: PongState, env_offset: np.ndarray, paddle_base: np.ndarray,
+                 buf: np.ndarray, tmp: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Flat indices of every row's ball pixels and paddle units, into ``buf``."""
         n = len(env_offset)
         fb, ib, base, fp, ip = tmp
@@ -242,7 +243,7 @@ class Raster:
         wide[paddle_idx[0]] = self._paddle_values[0]  # cheaper than one broadcast call
         wide[paddle_idx[1]] = self._paddle_values[1]
 
-    def draw(self, s, out: np.ndarray) -> None:
+    def draw(self, s: PongState, out: np.ndarray) -> None:
         """Full draw of every row of ``s`` into ``out`` (``(len(s), height, width)``,
         C-contiguous uint8)."""
         n = len(s)
@@ -254,7 +255,7 @@ class Raster:
                                              self._temporaries(n))
         self._paint(out.reshape(-1), ball_idx, paddle_idx)
 
-    def update(self, s, canvas: np.ndarray) -> None:
+    def update(self, s: PongState, canvas: np.ndarray) -> None:
         """Bring ``canvas`` (the env's observation buffer, holding the frame this raster
         drew last, or anything on the first call) to the frame of ``s``."""
         flat = canvas.reshape(-1)
@@ -287,7 +288,7 @@ class Raster:
         self._drawn = None if i is None else self._bufs[i]
 
 
-def ansi_frames(s: State, p: PongParams) -> list[str]:
+def ansi_frames(s: PongState, p: PongParams) -> list[str]:
     """Text frames: the tile map with ``o`` the ball, ``#`` paddles, walls of ``-``, and
     the score line on top."""
     tiles = np.empty((len(s), p.height, p.width), dtype=np.uint8)

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 try:  # np.clip's ufunc, without np.clip's Python wrapper (cost: docs/performance.md)
-    from numpy._core.umath import clip as _clip
+    from numpy._core.umath import clip as _clip  # type: ignore[attr-defined]
 except ImportError:  # numpy < 2
     from numpy.core.umath import clip as _clip  # type: ignore[no-redef]
 
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["PongParams", "PongConstants", "NOOP", "UP", "DOWN", "move_paddle", "track_ball",
-           "keep_on_court", "move_ball", "ball_off_court", "reflect_off_walls",
+__all__ = ["PongState", "PongParams", "PongConstants", "NOOP", "UP", "DOWN", "move_paddle",
+           "track_ball", "keep_on_court", "move_ball", "ball_off_court", "reflect_off_walls",
            "return_balls", "score_points", "serve", "serve_balls", "serve_straight",
            "end_rally", "sticky_draw", "fill_fields", "take_fields", "put_fields", "OBS_FIELDS",
            "BALL_FIELDS", "SCORE_FIELDS", "INT_FIELDS", "PADDLE_FIELDS"]
@@ -42,6 +42,21 @@ SCORE_FIELDS = ("score_left", "score_right")
 INT_FIELDS = ("score_left", "score_right", "action_left", "action_right")
 PADDLE_FIELDS = ("left_y", "right_y")
 
+
+
+class PongState(State):
+    """One game per row (``BatchPong.state_dtype`` is made from these annotations)."""
+
+    ball_x: Field[np.float32]  # column of the ball centre, [0, width-1]
+    ball_y: Field[np.float32]  # row of the ball centre, [0, height-1], y downwards
+    ball_vx: Field[np.float32]  # cells per step, +-ball_speed
+    ball_vy: Field[np.float32]  # cells per step, [-max_ball_vy, max_ball_vy]
+    left_y: Field[np.float32]  # agent paddle centre row, [paddle_min, paddle_max]
+    right_y: Field[np.float32]  # CPU paddle centre row
+    score_left: Field[np.int8]  # points won by the agent
+    score_right: Field[np.int8]  # points won by the CPU
+    action_left: Field[np.int8]  # last action applied to the left paddle (sticky actions)
+    action_right: Field[np.int8]  # same, right paddle (two_player, rally)
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ class PongConstants:
     derived constants of :func:`serve_balls` in float64."""
 
     def __init__(self, p: PongParams) -> None:
-        def f(v: float) -> np.ndarray:
+        def f(v: float | np.floating) -> np.ndarray:
             return np.array(v, dtype=np.float32)
 
         self.zero, self.one, self.minus_one = f(0), f(1), f(-1)
@@ -160,14 +175,14 @@ def keep_on_court(paddles: np.ndarray, p: PongParams) -> None:
     _clip(paddles, p.f32.paddle_min, p.f32.paddle_max, out=paddles)
 
 
-def move_ball(s: State) -> None:
+def move_ball(s: PongState) -> None:
     """The ball moves by its velocity (x and y in one call: ``ball_x, ball_y`` and
     ``ball_vx, ball_vy`` are consecutive fields)."""
     position = fields_view(s, _BALL_POSITION)
     position += fields_view(s, _BALL_VELOCITY)
 
 
-def ball_off_court(s: State, p: PongParams) -> np.ndarray:
+def ball_off_court(s: PongState, p: PongParams) -> np.ndarray:
     """Rows whose ball is past a wall (y < 0 or y > height-1) or has reached a paddle's
     plane (x < 1 or x > width-2): the rows :func:`reflect_off_walls` and
     :func:`return_balls` may change (the step gathers just those rows' fields)."""
@@ -209,7 +224,7 @@ def return_balls(bodies: np.ndarray, p: PongParams) -> np.ndarray:
     return missed.nonzero()[0]
 
 
-def score_points(s: State, rows: np.ndarray, left_scored: np.ndarray, reward: np.ndarray,
+def score_points(s: PongState, rows: np.ndarray, left_scored: np.ndarray, reward: np.ndarray,
                  terminated: np.ndarray, p: PongParams, accumulate: bool = True) -> None:
     """A missed ball is a point for the other side: at ``rows``, the left side scores where
     ``left_scored`` (the ball passed the right paddle), else the right side; +1 is added
@@ -229,7 +244,7 @@ def score_points(s: State, rows: np.ndarray, left_scored: np.ndarray, reward: np
     terminated[rows] = np.maximum(scores[0], scores[1]) >= p.points_to_win
 
 
-def serve(s: State, rows: np.ndarray | slice, rng: BatchRandom, p: PongParams) -> None:
+def serve(s: PongState, rows: np.ndarray | slice, rng: BatchRandom, p: PongParams) -> None:
     """The ball restarts from the centre column at a row uniform in the middle half of the
     court, towards a random side, with vy uniform in [-serve_vy, serve_vy]
     (:func:`serve_balls` written into ``rows``)."""
@@ -254,14 +269,14 @@ def serve_balls(rng: BatchRandom, p: PongParams) -> np.ndarray:
     return ball
 
 
-def fill_fields(s: State, names: tuple[str, ...], rows: np.ndarray | slice,
+def fill_fields(s: PongState, names: tuple[str, ...], rows: np.ndarray | slice,
                 value: float) -> None:
     """Set fields ``names`` (consecutive, one dtype) to ``value`` at ``rows``."""
     for field in fields_view(s, names):  # field by field: cheaper than one 2-D write
         field[rows] = value
 
 
-def take_fields(s: State, names: tuple[str, ...], rows: np.ndarray | slice) -> np.ndarray:
+def take_fields(s: PongState, names: tuple[str, ...], rows: np.ndarray) -> np.ndarray:
     """Copies of fields ``names`` (consecutive, one dtype) at ``rows``, as one C-contiguous
     ``(len(names), k)`` block: one gather instead of one per field."""
     # np.take, not ``view[:, rows]``: its rows are contiguous, and numpy 2.4.6's in-place
@@ -271,7 +286,7 @@ def take_fields(s: State, names: tuple[str, ...], rows: np.ndarray | slice) -> n
     return fields_view(s, names).take(rows, axis=1)
 
 
-def put_fields(s: State, names: tuple[str, ...], rows: np.ndarray | slice,
+def put_fields(s: PongState, names: tuple[str, ...], rows: np.ndarray | slice,
                values: np.ndarray) -> None:
     """Write ``values`` (``(len(names), k)``) into fields ``names`` at ``rows``."""
     view = fields_view(s, names)
@@ -282,7 +297,7 @@ def put_fields(s: State, names: tuple[str, ...], rows: np.ndarray | slice,
         view[:, rows] = values
 
 
-def serve_straight(s: State, rows: np.ndarray | slice, rng: BatchRandom,
+def serve_straight(s: PongState, rows: np.ndarray | slice, rng: BatchRandom,
                    p: PongParams) -> None:
     """The seed's serve (``rally``): the ball at the centre of the court (column width/2,
     the paddles' starting row), vy = 0, towards a random side (one draw per row)."""
