@@ -1,6 +1,6 @@
 """What each speed hook of a revision's ``BatchEnv`` buys, measured in one process.
 
-    python benchmarks/ab_hooks.py --ref main
+    python benchmarks/ab_hooks.py --ref 3423df6     # the last revision with every hook
 
 For the revision ``--ref`` (extracted as in ``ab_versions.py``), every shipped env is timed
 as shipped and with one hook switched off at a time (subclasses; the rules are unchanged),
@@ -87,7 +87,7 @@ CASES = [
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ref", default="main")
+    parser.add_argument("--ref", default="3423df6")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--block", type=float, default=0.2)
     parser.add_argument("--only", default="")
