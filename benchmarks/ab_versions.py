@@ -5,7 +5,7 @@
 
 The other revision's ``batchenv`` package is extracted with ``git archive`` into a temporary
 directory and imported under its own module names, so both versions run side by side, their
-timed blocks interleaved (old, new, old, new, ...): every round sees the same machine load.
+timed blocks interleaved (old, new, new, old, ...): every round sees the same machine load.
 Prints the median seconds per ``step`` of each and the ratio new/old (below 1: new is
 faster). Cases: BatchPong 4096 and 65536 (state observation), BatchCartPole 4096, and the
 other classic-control envs at 4096; all with the defaults (NEXT_STEP, validation, copies)
@@ -99,9 +99,11 @@ def timed(run: Callable[[], None], seconds: float) -> float:
 def compare(runs: dict[str, Callable[[], None]], rounds: int, block: float) -> dict[str, float]:
     """Median seconds per call of each run, blocks interleaved round by round."""
     times: dict[str, list[float]] = {k: [] for k in runs}
+    order = list(runs)
     for _ in range(rounds):
-        for k, run in runs.items():
-            times[k].append(timed(run, block))
+        for k in order:
+            times[k].append(timed(runs[k], block))
+        order.reverse()  # old, new, new, old, ...: neither always runs first
     return {k: statistics.median(v) for k, v in times.items()}
 
 

@@ -247,8 +247,7 @@ class BatchPong(BatchEnv[PongState]):
         self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
-        self._resets_next: np.ndarray | None = None  # see _serve_missed
-        self._served: tuple[np.ndarray, np.ndarray] | None = None
+        self._served: tuple[int, np.ndarray] | None = None  # see _serve_missed
         if obs_type == "state":
             self._obs_tmp = np.zeros((6, n), dtype=np.float32)
             # the scales as whole rows: a plain multiply beats a broadcast one
@@ -276,8 +275,8 @@ class BatchPong(BatchEnv[PongState]):
         served, self._served = self._served, None
         if self.mode == "rally":
             serve_straight(s, rows, rng, p)
-        elif served is not None and _same_rows(served[0], rows):  # drawn by step_envs
-            put_fields(s, BALL_FIELDS, rows, served[1])
+        elif served is not None and isinstance(rows, np.ndarray) and len(rows) == served[0]:
+            put_fields(s, BALL_FIELDS, rows, served[1])  # drawn by step_envs for these rows
         else:
             serve(s, rows, rng, p)
 
@@ -285,10 +284,6 @@ class BatchPong(BatchEnv[PongState]):
                   ) -> tuple[np.ndarray, np.ndarray]:
         reward, terminated = self._step_reward, self._step_terminated
         self._served = None
-        self._resets_next = None
-        if self.frameskip == 1 and self.autoreset_mode is AutoresetMode.NEXT_STEP \
-                and np.count_nonzero(s.awaiting_reset):
-            self._resets_next = s.awaiting_reset.nonzero()[0]
         reward.fill(0.0)
         terminated.fill(False)
         if self.frameskip == 1:
@@ -339,13 +334,16 @@ class BatchPong(BatchEnv[PongState]):
         serves. When none of those rows missed, their serves are drawn here in the same
         call (the same words as two draws, since nothing else draws for those rows in
         between; one draw for a few rows costs as many numpy calls as for many) and kept
-        for :meth:`reset_rows`, which checks that it is given those rows."""
-        resets = self._resets_next
-        if resets is None or np.count_nonzero(s.awaiting_reset[missed]):
-            return serve_balls(rng.at(missed), self.params)
-        balls = serve_balls(rng.at(np.concatenate((missed, resets))), self.params)
-        self._served = (resets, balls[:, len(missed):])
-        return balls[:, :len(missed)]
+        for the next :meth:`reset_rows`, which is that reset (``tests/test_core.py`` pins
+        the order) and takes them when it is given as many rows."""
+        waiting = s.awaiting_reset
+        if self.frameskip == 1 and self.autoreset_mode is AutoresetMode.NEXT_STEP \
+                and np.count_nonzero(waiting) and not np.count_nonzero(waiting[missed]):
+            resets = waiting.nonzero()[0]
+            balls = serve_balls(rng.at(np.concatenate((missed, resets))), self.params)
+            self._served = (len(resets), balls[:, len(missed):])
+            return balls[:, :len(missed)]
+        return serve_balls(rng.at(missed), self.params)
 
     def _applied_actions(self, s: PongState, action: np.ndarray, rng: BatchRandom
                          ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -498,7 +496,3 @@ CHANNEL_AXES = (None, "last", "first")
 
 _PARAM_NAMES = {f.name for f in dataclasses.fields(PongParams)}
 
-
-def _same_rows(a: np.ndarray, rows: np.ndarray | slice) -> bool:
-    return isinstance(rows, np.ndarray) and a.shape == rows.shape \
-        and not np.count_nonzero(a != rows)
