@@ -285,7 +285,11 @@ class BatchEnv(VectorEnv, Generic[S]):
             frozen = take_rows(s, waiting)
 
         reward, terminated = self.step_envs(s, action, self._rng)
-        np.copyto(self._reward, reward)
+        if self.copy:  # the caller's copy, made straight from the kernel's array
+            reward = np.array(reward, dtype=np.float64)
+        else:  # copy=False: the caller sees the buffer
+            np.copyto(self._reward, reward)
+            reward = self._reward
         np.copyto(self._terminated, terminated)
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
@@ -297,7 +301,7 @@ class BatchEnv(VectorEnv, Generic[S]):
                 put_rows(s, waiting, frozen)
             else:  # NEXT_STEP: this step resets them, ignoring their action
                 self._reset_subset(waiting)
-            self._reward[waiting] = 0.0
+            reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated
 
         mode = self.autoreset_mode
@@ -312,7 +316,7 @@ class BatchEnv(VectorEnv, Generic[S]):
                 np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
         if not self.copy:
             self.observe(s, self._obs)
-            return self._obs, self._reward, self._terminated, self._truncated, info
+            return self._obs, reward, self._terminated, self._truncated, info
         if self.observe_fills_out:
             obs = np.empty_like(self._obs)
             self.observe(s, obs)
@@ -320,7 +324,7 @@ class BatchEnv(VectorEnv, Generic[S]):
             self.observe(s, self._obs)
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
-        return obs, self._reward.copy(), terminated, truncated, info
+        return obs, reward, terminated, truncated, info
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
