@@ -25,7 +25,7 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     import statistics
     import time
 
-    from batchenv.envs import _pong_bench as b
+    from batchenv import _bench as b
 
     out = sys.stdout if out is None else out
 

@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from batchenv.envs import _pong_bench as b
+from batchenv import _bench as b
 
 ALE_LIKE = "ALE/Pong-v5 frameskip=1 grayscale sticky=0"
 
