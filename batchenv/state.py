@@ -47,12 +47,25 @@ class State:
         for name in self._dtype.names:
             if name not in self._slots:
                 field = self._dtype.fields[name][0]
-                setattr(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
+                _bind(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
 
     def _bind(self) -> None:
         for name, (key, row) in self._slots.items():
-            setattr(self, name, self._blocks[key][row])
+            _bind(self, name, self._blocks[key][row])
         self._views: dict[tuple[str, ...], np.ndarray] = {}  # fields_view's, made once
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # `s.x += v` rebinds s.x to the very same array: allowed. Any other binding would
+        # leave the batch's storage behind (the base class would never see the new array).
+        if name.startswith("_") or self.__dict__.get(name) is value:
+            object.__setattr__(self, name, value)
+            return
+        if name in self._dtype.names:
+            raise AttributeError(
+                f"State field {name!r} cannot be rebound (s.{name} = ...): update it in place, "
+                f"e.g. s.{name}[:] = ..., s.{name} += ..., np.add(a, b, out=s.{name})")
+        raise AttributeError(f"State has no field {name!r}; its fields: "
+                             f"{list(self._dtype.names)}")
 
     def __len__(self) -> int:
         return self._size
@@ -66,6 +79,9 @@ class State:
 
     def __reduce__(self):
         return (_from_records_new, (to_records(self),))
+
+
+_bind = object.__setattr__  # binds a field's array (the State's own __setattr__ refuses)
 
 
 def _from_records_new(rec: np.ndarray) -> State:
@@ -100,7 +116,7 @@ def take_rows(s: State, idx: np.ndarray) -> State:
     out._blocks = {key: block[:, idx] for key, block in s._blocks.items()}
     out._bind()
     for name in _others(s):
-        setattr(out, name, getattr(s, name)[idx])
+        _bind(out, name, getattr(s, name)[idx])
     return out
 
 
