@@ -502,6 +502,16 @@ class BatchEnv(VectorEnv):
             install(self)
 
 
+def field_outside(states: np.ndarray, name: str, low: float, high: float
+                  ) -> tuple[str, np.ndarray]:
+    """``(problem, bad)`` for :meth:`BatchEnv.check_state`: records whose field ``name`` is
+    outside ``[low, high]``, the bounds taken in the field's own dtype (float32 -1.2 is not
+    below -1.2)."""
+    col = states[name]
+    lo, hi = np.asarray(low).astype(col.dtype), np.asarray(high).astype(col.dtype)
+    return f"{name} outside [{low:g}, {high:g}]", (col < lo) | (col > hi)
+
+
 def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
     if isinstance(result, tuple) and len(result) == 2:
         got = ", ".join(f"{type(x).__name__} of dtype {np.asarray(x).dtype} and shape "

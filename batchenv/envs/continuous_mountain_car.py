@@ -152,6 +152,12 @@ class BatchMountainCarContinuous(ClassicControlEnv):
         self._bonus = np.zeros(n, dtype=np.float64)
 
     # ---------------------------------------------------------------- kernels
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"position": (p.min_position, p.max_position),
+                "velocity": (-p.max_speed, p.max_speed)}
+
     def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         s.position[rows] = rng.uniform(p.reset_low, p.reset_high)

@@ -16,7 +16,7 @@ try:  # np.clip's ufunc, without np.clip's Python wrapper (1.3 µs saved per cal
 except ImportError:  # numpy < 2
     from numpy.core.umath import clip as _clip
 
-from batchenv.core import BatchEnv, StepBeforeResetError
+from batchenv.core import BatchEnv, StepBeforeResetError, field_outside
 from batchenv.envs._pong_raster import (
     PALETTE,
     Layout,
@@ -321,6 +321,25 @@ class BatchPong(BatchEnv):
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
         self._ended = np.zeros(n, dtype=np.bool_) if self.frameskip > 1 else None
         self._render_raster: Raster | None = None
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """What :meth:`set_state` rejects besides NaN/inf: a ball or paddle off the court,
+        scores outside [0, points_to_win], sticky actions outside the action space."""
+        p = self.params
+        n_actions = 3  # Discrete(3) per paddle, in every mode
+
+        def outside(name: str, low: float, high: float) -> tuple[str, np.ndarray]:
+            return field_outside(states, name, low, high)
+
+        return dict([
+            outside("ball_x", 0, p.width - 1), outside("ball_y", 0, p.top_wall),
+            outside("ball_vx", -p.ball_speed, p.ball_speed),
+            outside("left_y", p.paddle_min, p.paddle_max),
+            outside("right_y", p.paddle_min, p.paddle_max),
+            outside("ball_vy", -p.max_ball_vy, p.max_ball_vy),
+            outside("score_left", 0, p.points_to_win), outside("score_right", 0, p.points_to_win),
+            outside("action_left", 0, n_actions - 1), outside("action_right", 0, n_actions - 1),
+        ])
 
     def _scale(self, raw: np.ndarray) -> np.ndarray:
         return raw * self._obs_scale + self._obs_offset
