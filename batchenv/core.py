@@ -267,6 +267,13 @@ class BatchEnv(VectorEnv):
 
         try:
             result = self.step_envs(s, action, self._rng)
+        except ValueError as e:
+            if "read-only" in str(e):
+                raise ValueError(f"step_envs wrote into a read-only array ({e}): the action "
+                                 f"is read-only, so that the caller's array never changes; "
+                                 f"compute into a new array (a = action.astype(...), "
+                                 f"action + 1, ...)") from e
+            raise
         finally:
             self._resetting = None
         try:

@@ -15,6 +15,7 @@ a whole observation in one ufunc call. Moving rows between states copies whole b
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -61,9 +62,11 @@ class State:
             object.__setattr__(self, name, value)
             return
         if name in self._dtype.names:
+            caller = sys._getframe(1).f_code.co_name  # the kernel, for the message
             raise AttributeError(
-                f"State field {name!r} cannot be rebound (s.{name} = ...): update it in place, "
-                f"e.g. s.{name}[:] = ..., s.{name} += ..., np.add(a, b, out=s.{name})")
+                f"State field {name!r} cannot be rebound (s.{name} = ..., in {caller}): update "
+                f"it in place, e.g. s.{name}[:] = ..., s.{name} += ..., "
+                f"np.add(a, b, out=s.{name})")
         raise AttributeError(f"State has no field {name!r}; its fields: "
                              f"{list(self._dtype.names)}")
 

@@ -240,7 +240,7 @@ def check_reproducible(c: _Context) -> None:
         random.seed(disturb)
         env = c.make(c.num_envs)
         first = env.reset(seed=c.seed)[0]
-        runs.append(([(first,)], _rollout(env, actions), env.get_state()))
+        runs.append(([(first,)], _rollout(env, actions), env.unwrapped.get_state()))
     if not _same(runs[0][0][0][0], runs[1][0][0][0]):
         raise _Fail("reset_envs", "reset(seed=...) twice with one seed gave different "
                     "observations")
@@ -292,14 +292,14 @@ def check_autoreset_next_step(c: _Context) -> None:
     done = np.zeros(n, dtype=bool)
     resets = 0
     for t, a in enumerate(c.actions(env, 3 * horizon)):
-        pending = env.get_state()
+        pending = env.unwrapped.get_state()
         obs, reward, terminated, truncated, _ = env.step(a)
         if done.any():
             resets += int(done.sum())
             if (reward[done] != 0).any() or terminated[done].any() or truncated[done].any():
                 raise _Fail("step", f"step {t}: the auto-reset step must give reward 0 and "
                             f"both flags False (env indices {np.flatnonzero(done).tolist()})")
-            if (env.get_state()["elapsed_steps"][done] != 0).any():
+            if (env.unwrapped.get_state()["elapsed_steps"][done] != 0).any():
                 raise _Fail("step", f"step {t}: the auto-reset step must start new episodes")
             twin.unwrapped.set_state(pending)
             start, _ = twin.reset(options={"reset_mask": done})
@@ -364,10 +364,11 @@ def check_autoreset_disabled(c: _Context) -> None:
         finished |= done
     if not finished.all():
         raise _Fail("step", "not every env finished within the time limit")
-    frozen = env.get_state()
+    frozen = env.unwrapped.get_state()
     env.step(c.actions(env, 1)[0])
-    if not _records_equal(env.get_state(), frozen):
-        raise _Fail("step_envs", f"finished envs changed: {_state_diff(frozen, env.get_state())}")
+    now = env.unwrapped.get_state()
+    if not _records_equal(now, frozen):
+        raise _Fail("step_envs", f"finished envs changed: {_state_diff(frozen, now)}")
     mask = np.zeros(n, dtype=bool)
     mask[1] = True
     env.reset(options={"reset_mask": mask})
@@ -384,14 +385,13 @@ def check_reset_mask(c: _Context) -> None:
     env = c.make(n)
     env.reset(seed=c.seed)
     obs_before = _rollout(env, c.actions(env, 5))[-1][0]
-    before = env.get_state()
+    before = env.unwrapped.get_state()
     mask = np.zeros(n, dtype=bool)
     mask[[1, 2]] = True
-    options = {"reset_mask": mask}
-    obs, _ = env.reset(seed=100, options=options)
-    if set(options) != {"reset_mask"} or options["reset_mask"] is not mask or mask.sum() != 2:
-        raise _Fail("reset", "reset changed the options it was given")
-    after = env.get_state()
+    obs, _ = env.reset(seed=100, options={"reset_mask": mask})
+    if mask.sum() != 2:
+        raise _Fail("reset", "reset changed the mask it was given")
+    after = env.unwrapped.get_state()
     if not _records_equal(after[~mask], before[~mask]):
         raise _Fail("reset_rows", f"a masked reset changed envs outside the mask: "
                     f"{_state_diff(before[~mask], after[~mask])}")
@@ -400,9 +400,9 @@ def check_reset_mask(c: _Context) -> None:
                     "mask")
     fresh = c.make(1)
     fresh.reset(seed=101)
-    if not _records_equal(after[1:2], fresh.get_state()):
+    if not _records_equal(after[1:2], fresh.unwrapped.get_state()):
         raise _Fail("reset_rows", f"env 1 reset with seed 100 (+1) differs from a fresh batch "
-                    f"of one seeded 101: {_state_diff(after[1:2], fresh.get_state())}")
+                    f"of one seeded 101: {_state_diff(after[1:2], fresh.unwrapped.get_state())}")
 
 
 def check_state_round_trip(c: _Context) -> None:
@@ -414,23 +414,23 @@ def check_state_round_trip(c: _Context) -> None:
         env.reset(seed=c.seed)
         actions = c.actions(env, 2 * c.horizon, seed=1)
         _rollout(env, actions[:c.horizon // 2 + 3])
-        snapshot = env.get_state()
+        snapshot = env.unwrapped.get_state()
         first = _rollout(env, actions)
         env.unwrapped.set_state(snapshot)
         diff = _first_difference(first, _rollout(env, actions),
                                  f"{mode.name}: replay after set_state(get_state())")
         if diff:
-            raise _Fail("get_state/set_state", diff + " (is all of the env's state in "
+            raise _Fail("get_state / set_state", diff + " (is all of the env's state in "
                         "state_dtype? kernels must keep nothing between steps elsewhere)")
     env = c.make(n)
     env.reset(seed=c.seed)
-    start = env.get_state()
+    start = env.unwrapped.get_state()
     _rollout(env, c.actions(env, 11))
-    moved = env.get_state()
+    moved = env.unwrapped.get_state()
     mask = np.zeros(n, dtype=bool)
     mask[[0, 2]] = True
     env.unwrapped.set_state(start[mask], mask=mask)
-    now = env.get_state()
+    now = env.unwrapped.get_state()
     if not (_records_equal(now[mask], start[mask]) and _records_equal(now[~mask], moved[~mask])):
         raise _Fail("set_state", "set_state with a mask must change exactly the masked envs")
 
@@ -454,7 +454,7 @@ def check_set_state_values(c: _Context) -> None:
     nothing."""
     env = c.make(c.num_envs)
     env.reset(seed=c.seed)
-    before = env.get_state()
+    before = env.unwrapped.get_state()
     floats = [n for n in env.unwrapped.state_dtype.names
               if env.unwrapped.state_dtype[n].kind == "f"]
     if not floats:
@@ -469,7 +469,7 @@ def check_set_state_values(c: _Context) -> None:
             raise _Fail("set_state", f"the error does not name env index [3]: {e}") from None
     else:
         raise _Fail("set_state", f"set_state accepted NaN in field {floats[0]!r}")
-    if not _records_equal(env.get_state(), before):
+    if not _records_equal(env.unwrapped.get_state(), before):
         raise _Fail("set_state", "a rejected set_state changed the state")
 
 
@@ -509,7 +509,7 @@ def check_box_action_bounds(c: _Context) -> None:
     inner = env.unwrapped
     kernel = inner.step_envs
     inner.step_envs = lambda s, act, rng: (seen.append(np.array(act)), kernel(s, act, rng))[1]
-    before = env.get_state()
+    before = env.unwrapped.get_state()
     try:
         if policy == "raise":
             try:
@@ -521,7 +521,7 @@ def check_box_action_bounds(c: _Context) -> None:
             else:
                 raise _Fail("step", "box_action_bounds='raise' but out-of-bounds actions "
                             "were accepted")
-            if not _records_equal(env.get_state(), before):
+            if not _records_equal(env.unwrapped.get_state(), before):
                 raise _Fail("step", "a rejected step changed the state")
             return
         env.step(a)
@@ -535,10 +535,10 @@ def check_box_action_bounds(c: _Context) -> None:
         if inner.debug:
             install(inner)
     if policy == "clip":  # out-of-bounds actions step as the clipped ones
-        after = env.get_state()
+        after = env.unwrapped.get_state()
         env.unwrapped.set_state(before)
         env.step(np.clip(a, single.low, single.high))
-        if not _records_equal(env.get_state(), after):
+        if not _records_equal(env.unwrapped.get_state(), after):
             raise _Fail("step_envs", "out-of-bounds actions do not step as the clipped ones")
 
 
@@ -584,7 +584,7 @@ def check_bad_inputs(c: _Context) -> None:
         raise _Fail("step", "step before reset must raise StepBeforeResetError")
     env.reset(seed=c.seed)
     _rollout(env, c.actions(env, 4))
-    before = env.get_state()
+    before = env.unwrapped.get_state()
     bad_seeds = [(-1, ValueError), (1.5, TypeError), ("7", TypeError), ([1, 2], ValueError)]
     bad_options = [({"reset_mask": [True] * n}, TypeError),
                    ({"reset_mask": np.ones(n, dtype=np.int64)}, TypeError),
@@ -609,9 +609,9 @@ def check_bad_inputs(c: _Context) -> None:
                         f"{error.__name__}") from None
         else:
             raise _Fail("step/reset", f"{what} was accepted; expected {error.__name__}")
-        if not _records_equal(env.get_state(), before):
+        if not _records_equal(env.unwrapped.get_state(), before):
             raise _Fail("step/reset", f"{what}: the rejected call changed the state: "
-                        f"{_state_diff(before, env.get_state())}")
+                        f"{_state_diff(before, env.unwrapped.get_state())}")
     env.close()
     try:
         env.step(a)
@@ -733,7 +733,7 @@ def check_wrappers(c: _Context) -> None:
     for name, reason in why.items():
         c.skipped[f"wrapper {name}"] = reason
     for name, wrap in use.items():
-        env = wrap(c.make(n))
+        env = wrap(c.make(n).unwrapped)  # the factory's own wrappers may clash with this one
         raw = c.make(n)
         env.reset(seed=c.seed)
         raw.reset(seed=c.seed)
@@ -746,9 +746,21 @@ def check_wrappers(c: _Context) -> None:
                 if not isinstance(obs, torch.Tensor) or reward.shape != (n,):
                     raise _Fail("the env's spaces", f"{name}: bad outputs")
             continue
+        length, ret = np.zeros(n, dtype=np.int64), np.zeros(n)
+        pending = np.zeros(n, dtype=bool)
         for t, a in enumerate(actions):
             obs, reward, terminated, truncated, info = env.step(a)
             _, raw_reward, raw_te, raw_tr, _ = raw.step(a)
+            length[pending], ret[pending] = 0, 0.0  # NEXT_STEP: this step was the reset
+            length[~pending] += 1
+            ret += raw_reward
+            pending = raw_te | raw_tr
+            if name == "RecordEpisodeStatistics" and pending.any():
+                ep = info["episode"]
+                if not (_same(ep["l"][pending], length[pending])
+                        and np.allclose(ep["r"][pending], ret[pending], rtol=1e-6)):
+                    raise _Fail("step", f"{name}: episode lengths or returns at step {t} "
+                                f"differ from the counted ones")
             if not (_same(terminated, raw_te) and _same(truncated, raw_tr)):
                 raise _Fail("the env's spaces", f"{name}: flags differ from the unwrapped env "
                             f"at step {t}")
@@ -806,12 +818,15 @@ _KERNEL_HINTS = {
 }
 
 def _method_in_traceback(error: BaseException) -> str | None:
-    """The innermost kernel (or env method) in the error's traceback, outside the library."""
+    """The innermost kernel in the error's traceback (not debug mode's wrappers)."""
     found = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.name in (*KERNELS, "render_envs", "check_state", "__init__") and not any(
-                frame.filename.endswith(p) for p in ("core.py", "debug.py", "state.py")):
-            found = frame.name
+    chain: BaseException | None = error
+    while chain is not None and found is None:  # a re-raised error: its cause's frames too
+        for frame in traceback.extract_tb(chain.__traceback__):
+            if frame.name in (*KERNELS, "render_envs", "check_state") and \
+                    not frame.filename.endswith("debug.py"):
+                found = frame.name
+        chain = chain.__cause__
     return found
 
 
