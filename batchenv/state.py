@@ -56,9 +56,11 @@ class State:
         self._views: dict[tuple[str, ...], np.ndarray] = {}  # fields_view's, made once
 
     def __setattr__(self, name: str, value: object) -> None:
-        # `s.x += v` rebinds s.x to the very same array: allowed. Any other binding would
-        # leave the batch's storage behind (the base class would never see the new array).
-        if name.startswith("_") or self.__dict__.get(name) is value:
+        # `s.x += v` rebinds s.x to the very same array: nothing to do. Any other binding
+        # would leave the batch's storage behind (the base class would never see it).
+        if self.__dict__.get(name) is value:
+            return
+        if name.startswith("_"):
             object.__setattr__(self, name, value)
             return
         if name in self._dtype.names:
