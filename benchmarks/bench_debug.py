@@ -1,8 +1,8 @@
-"""What the author-facing checks cost: BatchPong's step with ``debug=False`` against another
+"""What the author-facing checks cost: an env's step with ``debug=False`` against another
 copy of batchenv (e.g. the code before the checks), and with ``debug=True``.
 
     git archive <commit> | tar -x -C /tmp/base   # a copy of the code to compare with
-    python benchmarks/bench_debug.py --baseline /tmp/base [--num-envs 4096] [--rounds 15]
+    python benchmarks/bench_debug.py --baseline /tmp/base [--env BatchPong] [--num-envs 4096]
 
 Both copies are imported into this one process (the baseline's modules under their own
 names) and stepped in alternating blocks; the medians per step and their ratio are printed.
@@ -21,20 +21,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = str(Path(__file__).resolve().parents[1])  # this tree's batchenv, installed or not
 
 
 def load_batchenv(path: str) -> Any:
     """``batchenv`` imported from ``path``, kept apart from this tree's: its modules are moved
-    out of ``sys.modules`` after the import (Pong's step imports nothing lazily)."""
+    out of ``sys.modules`` after the import (a step imports nothing lazily)."""
     saved = {k: sys.modules.pop(k) for k in list(sys.modules)
              if k == "batchenv" or k.startswith("batchenv.")}
     sys.path.insert(0, path)
     try:
         module = importlib.import_module("batchenv")
-        importlib.import_module("batchenv.envs.pong")
         if importlib.util.find_spec("batchenv.debug"):
             importlib.import_module("batchenv.debug")
     finally:
@@ -54,8 +51,8 @@ def with_modules(module: Any) -> None:
 
 
 def stepper(env: Any, steps: int) -> Any:
-    rng = np.random.default_rng(0)
-    actions = [rng.integers(0, 3, env.num_envs) for _ in range(steps)]
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(steps)]
     env.reset(seed=0)
     for a in actions[:20]:
         env.step(a)
@@ -72,6 +69,7 @@ def stepper(env: Any, steps: int) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", help="path of another batchenv tree to compare with")
+    parser.add_argument("--env", default="BatchPong", help="a batchenv env class name")
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=15)
@@ -83,11 +81,12 @@ def main() -> None:
     ours = load_batchenv(ROOT)  # both copies loaded alike: no bias from the import order
     k = args.instances
     with_modules(ours)
-    cases = {"debug=False": [stepper(ours.BatchPong(n), steps) for _ in range(k)],
-             "debug=True": [stepper(ours.BatchPong(n, debug=True), max(steps // 10, 5))]}
+    make = getattr(ours, args.env)
+    cases = {"debug=False": [stepper(make(n), steps) for _ in range(k)],
+             "debug=True": [stepper(make(n, debug=True), max(steps // 10, 5))]}
     if args.baseline:
         base = load_batchenv(args.baseline)
-        cases["baseline"] = [stepper(base.BatchPong(n), steps) for _ in range(k)]
+        cases["baseline"] = [stepper(getattr(base, args.env)(n), steps) for _ in range(k)]
     times: dict[str, list[float]] = {name: [] for name in cases}
     blocks = [(name, run) for name, runs in cases.items() for run in runs]
     order = random.Random(0)
@@ -96,7 +95,7 @@ def main() -> None:
         for name, run in blocks:
             times[name].append(run())
     med = {name: statistics.median(t) * 1e6 for name, t in times.items()}
-    print(f"BatchPong({n}) step, median over {args.rounds} interleaved rounds x {k} envs "
+    print(f"{args.env}({n}) step, median over {args.rounds} interleaved rounds x {k} envs "
           f"(debug=True: 1 env):")
     for name, us in med.items():
         print(f"  {name:12} {us:9.1f} us/step")

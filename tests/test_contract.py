@@ -33,9 +33,14 @@ def test_check_env_returns_a_printable_report_naming_what_it_skipped():
     report = check_env(CounterEnv)
     text = str(report)
     assert "CounterEnv" in text and "contract checks passed" in text
-    assert "RescaleObservation" in report.skipped["wrapper RescaleObservation"] or \
-        "Box" in report.skipped["wrapper RescaleObservation"]
+    assert "needs a Box observation space" in report.skipped["wrapper RescaleObservation"]
+    assert "action space is Discrete" in report.skipped["box_action_bounds"]
     assert set(report.passed) >= {"reproducible", "batch_independence", "bad_inputs"}
+
+
+def test_rescale_observation_on_integer_observations_is_skipped_with_its_reason():
+    report = check_env(lambda n: batchenv.BatchPong(n, obs_type="tiles"), steps=40)
+    assert "uint8 observations" in report.skipped["wrapper RescaleObservation"]
 
 
 def test_different_seeds_give_different_start_states():
