@@ -76,11 +76,14 @@ def _global_mt_words() -> Callable[[], np.ndarray]:
     try:
         bit_generator = np.random.mtrand._rand._bit_generator
         words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)
-        view = np.frombuffer(words, dtype=np.uint32)
+        view = np.frombuffer(memoryview(words), dtype=np.uint32)
         return view.copy
     except Exception:  # noqa: BLE001 - another numpy layout: the slow, public way
-        return lambda: np.concatenate([np.random.get_state()[1],
-                                       [np.random.get_state()[2]]]).astype(np.uint32)
+        def words_of_state() -> np.ndarray:
+            _, key, pos, *_ = np.random.get_state(legacy=True)
+            return np.append(key, pos).astype(np.uint32)
+
+        return words_of_state
 
 
 _mt_words = _global_mt_words()
@@ -115,7 +118,7 @@ def _changed_rows(before: np.ndarray, after: np.ndarray) -> dict[str, np.ndarray
     out: dict[str, np.ndarray] = {}
     if len(before) == 0:
         return out
-    for name in before.dtype.names:
+    for name in before.dtype.names or ():
         a = np.ascontiguousarray(before[name]).view(np.uint8).reshape(len(before), -1)
         b = np.ascontiguousarray(after[name]).view(np.uint8).reshape(len(after), -1)
         rows = np.flatnonzero((a != b).any(axis=1))
@@ -259,7 +262,7 @@ def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) 
                           f"entry of out (it is not cleared between calls), or narrow "
                           f"single_observation_space to what you write")
     if out.dtype.kind in "biu":
-        wide = np.full(out.shape, np.nan)
+        wide: np.ndarray | None = np.full(out.shape, np.nan)
         try:
             original(s, wide)
         except Exception:  # noqa: BLE001 - a kernel written for one dtype: no lossless probe

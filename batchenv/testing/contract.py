@@ -13,6 +13,7 @@ No pytest needed; :func:`contract_checks` gives one callable per check for
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import pickle
 import random
@@ -118,7 +119,7 @@ class _Context:
         self.name = env if isinstance(env, str) else getattr(env, "__name__", repr(env))
 
     def make(self, num_envs: int, mode: AutoresetMode = AutoresetMode.NEXT_STEP,
-             horizon: int | None = None) -> VectorEnv:
+             horizon: int | None = None) -> Any:
         horizon = self.horizon if horizon is None else horizon
         env = self.env
         if isinstance(env, type) and issubclass(env, BatchEnv):
@@ -133,7 +134,7 @@ class _Context:
                         f"BatchEnv (check_env checks BatchEnvs)", "return a BatchEnv "
                         "(optionally wrapped)")
         inner.autoreset_mode = mode  # a fresh env, not reset yet: safe to reconfigure
-        inner.metadata = {**inner.metadata, "autoreset_mode": mode}
+        setattr(inner, "metadata", {**inner.metadata, "autoreset_mode": mode})  # noqa: B010
         inner.max_episode_steps = horizon
         if not inner.debug:
             inner.debug = True
@@ -147,8 +148,9 @@ class _Context:
         out = [np.asarray(space.sample()) for _ in range(steps)]
         single = env.single_action_space
         if isinstance(single, spaces.Box) and single.is_bounded() and steps > 2:
-            out[1] = np.broadcast_to(single.low, space.shape).copy()
-            out[2] = np.broadcast_to(single.high, space.shape).copy()
+            shape = out[0].shape
+            out[1] = np.broadcast_to(single.low, shape).copy()
+            out[2] = np.broadcast_to(single.high, shape).copy()
         return out
 
 
@@ -182,7 +184,7 @@ def _records_equal(a: np.ndarray, b: np.ndarray) -> bool:
 def _state_diff(a: np.ndarray, b: np.ndarray) -> str:
     """Which fields and rows differ between two get_state() snapshots."""
     parts = []
-    for name in a.dtype.names:
+    for name in a.dtype.names or ():
         x = np.ascontiguousarray(a[name]).view(np.uint8).reshape(len(a), -1)
         y = np.ascontiguousarray(b[name]).view(np.uint8).reshape(len(b), -1)
         rows = np.flatnonzero((x != y).any(axis=1))
@@ -332,6 +334,9 @@ def check_autoreset_same_step(c: _Context) -> None:
             if not _same(info.get("_final_obs"), done):
                 raise _Fail("step", f"step {t}: info['_final_obs'] is not terminated | truncated")
             for i in np.flatnonzero(done):
+                if info["final_obs"][i] not in same.single_observation_space:
+                    raise _Fail("observe", f"step {t}: info['final_obs'][{i}] is outside "
+                                f"single_observation_space")
                 if not _same(info["final_obs"][i], o2[i]):
                     raise _Fail("observe", f"step {t}: info['final_obs'][{i}] is not the "
                                 f"episode's last observation")
@@ -508,7 +513,12 @@ def check_box_action_bounds(c: _Context) -> None:
     seen: list[np.ndarray] = []
     inner = env.unwrapped
     kernel = inner.step_envs
-    inner.step_envs = lambda s, act, rng: (seen.append(np.array(act)), kernel(s, act, rng))[1]
+
+    def recording(s: Any, act: np.ndarray, rng: Any) -> Any:
+        seen.append(np.array(act))
+        return kernel(s, act, rng)
+
+    inner.step_envs = recording
     before = env.unwrapped.get_state()
     try:
         if policy == "raise":
@@ -542,10 +552,10 @@ def check_box_action_bounds(c: _Context) -> None:
             raise _Fail("step_envs", "out-of-bounds actions do not step as the clipped ones")
 
 
-def _bad_actions(c: _Context, env: VectorEnv) -> list[tuple[str, Any, type, str]]:
+def _bad_actions(c: _Context, env: VectorEnv) -> list[tuple[str, Any, type[Exception], str]]:
     single, n = env.single_action_space, env.num_envs
     good = c.actions(env, 1)[0]
-    cases: list[tuple[str, Any, type, str]] = [
+    cases: list[tuple[str, Any, type[Exception], str]] = [
         ("wrong shape", np.concatenate([good, good]), ValueError, "shape"),
         ("missing env", good[:-1], ValueError, "shape"),
         ("strings", np.array(["x"] * n), TypeError, "dtype"),
@@ -585,17 +595,19 @@ def check_bad_inputs(c: _Context) -> None:
     env.reset(seed=c.seed)
     _rollout(env, c.actions(env, 4))
     before = env.unwrapped.get_state()
-    bad_seeds = [(-1, ValueError), (1.5, TypeError), ("7", TypeError), ([1, 2], ValueError)]
-    bad_options = [({"reset_mask": [True] * n}, TypeError),
-                   ({"reset_mask": np.ones(n, dtype=np.int64)}, TypeError),
-                   ({"reset_mask": np.zeros(n, dtype=bool)}, ValueError),
-                   ({"mask": np.ones(n, dtype=bool)}, ValueError)]
-    calls: list[tuple[str, Callable[[], Any], type, str]] = [
-        (f"actions: {what}", lambda x=x: env.step(x), err, text)
+    bad_seeds: list[tuple[Any, type[Exception]]] = [
+        (-1, ValueError), (1.5, TypeError), ("7", TypeError), ([1, 2], ValueError)]
+    bad_options: list[tuple[Any, type[Exception]]] = [
+        ({"reset_mask": [True] * n}, TypeError),
+        ({"reset_mask": np.ones(n, dtype=np.int64)}, TypeError),
+        ({"reset_mask": np.zeros(n, dtype=bool)}, ValueError),
+        ({"mask": np.ones(n, dtype=bool)}, ValueError)]
+    calls: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
+        (f"actions: {what}", functools.partial(env.step, x), err, text)
         for what, x, err, text in _bad_actions(c, env)]
-    calls += [(f"seed={s!r}", lambda s=s: env.reset(seed=s), err, "seed")
+    calls += [(f"seed={s!r}", functools.partial(env.reset, seed=s), err, "seed")
               for s, err in bad_seeds]
-    calls += [(f"options={o!r}", lambda o=o: env.reset(options=o), err, "")
+    calls += [(f"options={o!r}", functools.partial(env.reset, options=o), err, "")
               for o, err in bad_options]
     for what, call, error, text in calls:
         try:
