@@ -129,6 +129,8 @@ class _Context:
                                 autoreset_mode=mode, max_episode_steps=horizon, debug=True)
         made = env(num_envs)
         inner = made.unwrapped
+        if self.name == "<lambda>":  # name the env in messages by what the factory makes
+            self.name = f"<lambda> making {type(inner).__name__}"
         if not isinstance(inner, BatchEnv):
             raise _Fail("the factory", f"the factory returned {type(inner).__name__}, not a "
                         f"BatchEnv (check_env checks BatchEnvs)", "return a BatchEnv "
