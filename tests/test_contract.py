@@ -13,6 +13,8 @@ from batchenv.testing import CounterEnv, NullEnv, check_env, contract_checks
 SUBJECTS = {
     **{env_id: env_id for env_id in batchenv.list_envs()},
     "Pong-pixels": lambda n: batchenv.BatchPong(n, obs_type="pixels", pixel_shape=(42, 42)),
+    "Pong-pixels-channel-first": lambda n: batchenv.BatchPong(
+        n, obs_type="pixels", pixel_shape=(42, 42), channel_axis="first"),
     "Pong-rally-frameskip-sticky": lambda n: batchenv.BatchPong(
         n, mode="rally", frameskip=2, repeat_action_probability=0.25),
     "Pong-two-player": lambda n: batchenv.BatchPong(n, mode="two_player"),

@@ -24,7 +24,7 @@ NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<why>.+?)\s*-->")
 EXPECTED_NOT_RUN = {
     "README.md": 1,  # trains PPO for 20,000 steps (tests/test_readme.py runs 2,048)
     "docs/concurrency.md": 3,  # a signature, an env needing a server, top-level await
-    "docs/training.md": 2,  # a fragment of the PPO loop, an SB3 training run
+    "docs/training.md": 3,  # a fragment of the PPO loop, two SB3 training runs
     "docs/writing_envs.md": 2,  # excerpts of BatchPong's schema and step_envs
 }
 
