@@ -20,25 +20,21 @@ PENDING, FAILED = object(), object()  # a result slot: no result yet / raised
 
 class SubEnvError(RuntimeError):
     """Sub-environments raised, or returned something malformed (then also a ``ValueError``).
+    The first env's exception is chained as ``__cause__``, with its traceback.
 
-    The first env's exception is chained as ``__cause__`` with its original traceback.
-
-    Attributes:
-        method: the operation that failed, e.g. ``"step"``.
-        env_index: index of the first env that failed.
-        errors: ``{env_index: exception}`` for every env that failed in this call.
+    Attributes: ``method`` (e.g. ``"step"``), ``env_index`` (the first env that failed),
+    ``errors`` (``{env_index: exception}`` for every env that failed in this call).
     """
 
     def __init__(self, method: str, errors: dict[int, BaseException]):
         self.method, self.errors = method, dict(sorted(errors.items()))
-        self.env_index = next(iter(self.errors))
-        if len(self.errors) == 1:
-            msg = _describe(self.env_index, method, self.errors[self.env_index])
-        else:
-            parts = [f"env {i}: {_describe(None, method, e)}" for i, e in
-                     list(self.errors.items())[:5]] + ["..."] * (len(self.errors) > 5)
+        self.env_index = i = next(iter(self.errors))
+        msg = _describe(method, self.errors[i], f"env {i}")
+        if len(self.errors) > 1:
             msg = (f"envs {_listed(np.asarray(list(self.errors)))} raised errors in {method}() "
-                   "(the first one is chained below with its traceback): " + "; ".join(parts))
+                   "(the first one is chained below with its traceback): " + "; ".join(
+                       [f"env {i}: {_describe(method, e)}" for i, e in self.errors.items()][:5]
+                       + ["..."] * (len(self.errors) > 5)))
         super().__init__(msg)
 
     @classmethod
@@ -51,7 +47,7 @@ class SubEnvError(RuntimeError):
 
 
 class _SubEnvValueError(SubEnvError, ValueError):
-    """Every failing env returned a malformed result."""
+    pass
 
 
 class BadResult(ValueError):
@@ -61,10 +57,7 @@ class BadResult(ValueError):
 class SubEnvTimeoutError(TimeoutError):
     """Some sub-environments did not answer within the call's ``timeout``.
 
-    Attributes:
-        method: the operation that timed out, e.g. ``"step"``.
-        env_indices: the envs that did not answer, in increasing order.
-        timeout: the timeout in seconds.
+    Attributes: ``method``, ``env_indices`` (the envs that did not answer), ``timeout``.
     """
 
     def __init__(self, method: str, env_indices: list[int], timeout: float, num_envs: int):
@@ -76,66 +69,87 @@ class SubEnvTimeoutError(TimeoutError):
                          f"answer.{after}")
 
 
-def _describe(i: int | None, method: str, exc: BaseException) -> str:
+def _describe(method: str, exc: BaseException, env: str = "") -> str:
     if isinstance(exc, BadResult):
-        return f"{method}() returned {exc}" if i is None else f"env {i}'s {method}() returned {exc}"
+        return f"{env}'s {method}() returned {exc}" if env else f"{method}() returned {exc}"
     what = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-    return what if i is None else f"env {i} raised in {method}(): {what}"
+    return f"{env} raised in {method}(): {what}" if env else what
 
 
 # ------------------------------------------------------------ per-env operations, written once
 
 
-def awaitable(x: Any) -> bool:
-    return hasattr(x, "__await__")
-
-
 def then(value: Any, fn: Callable[[Any], Any]) -> Any:
     """``fn(value)``; when ``value`` is awaitable (an async env's coroutine), a coroutine that
     awaits it first: each operation is written once for plain and async envs."""
-    return _then(value, fn) if awaitable(value) else fn(value)
+    return _then(value, fn) if hasattr(value, "__await__") else fn(value)
 
 
 async def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
     result = fn(await value)
-    return (await result) if awaitable(result) else result
+    return (await result) if hasattr(result, "__await__") else result
+
+
+def stepped(r: Any) -> tuple:
+    """``env.step``'s result, checked: ``(obs, reward, terminated, truncated, info)``."""
+    if isinstance(r, tuple) and len(r) == 5 and isinstance(r[4], dict):
+        return r[0], float(r[1]), bool(r[2]), bool(r[3]), r[4]
+    raise BadResult(f"{_short(r)}; expected (obs, reward, terminated, truncated, info) with a "
+                    "dict info")
+
+
+def was_reset(r: Any) -> tuple:
+    """``env.reset``'s result, checked: ``(obs, info)``."""
+    if isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], dict):
+        return r
+    raise BadResult(f"{_short(r)}; expected (obs, info) with a dict info")
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reset(env: Any, seed: int | None, options: Any) -> Any:
+    return then(env.reset(seed=seed, options=options), was_reset)
+
+
+def step(env: Any, action: Any) -> Any:
+    """DISABLED: a plain step (envs waiting for a reset are not sent one)."""
+    return then(env.step(action), stepped)
 
 
 def next_step(env: Any, action: Any, needs_reset: bool) -> Any:
     """NEXT_STEP: an env whose episode ended last step is reset instead of stepped."""
-    if needs_reset:
-        return then(env.reset(), lambda r: (r[0], 0.0, False, False, r[1]))
-    return env.step(action)
+    if not needs_reset:
+        return then(env.step(action), stepped)
+    return then(env.reset(), lambda r: (was_reset(r)[0], 0.0, False, False, r[1]))
 
 
 def same_step(env: Any, action: Any) -> Any:
     """SAME_STEP: step, and reset at once if the episode ended; 6th item: the final obs/info."""
     def reset_if_over(r: Any) -> Any:
-        obs, reward, terminated, truncated, info = r
+        obs, reward, terminated, truncated, info = stepped(r)
         if not (terminated or truncated):
             return obs, reward, terminated, truncated, info, None
         final = {"final_obs": obs, "final_info": info}
-        return then(env.reset(), lambda s: (s[0], reward, terminated, truncated, s[1], final))
+        return then(env.reset(), lambda s: (was_reset(s)[0], reward, terminated, truncated,
+                                            s[1], final))
     return then(env.step(action), reset_if_over)
-
-
-def step(env: Any, action: Any) -> Any:
-    """DISABLED: a plain step (envs waiting for a reset are not sent one)."""
-    return env.step(action)
 
 
 # --------------------------------------------------------------------------- pool and batch
 
 
 class Pool:
-    """At most ``size`` threads, started when none is idle. Not a ``ThreadPoolExecutor``:
-    its workers are joined at interpreter exit, so an env stuck for good would hang the exit;
-    these are daemon threads."""
+    """At most ``size`` threads, started when none is idle. Not a ``ThreadPoolExecutor``,
+    whose workers are joined at interpreter exit (an env stuck for good would hang the
+    exit): these are daemon threads."""
 
     def __init__(self, size: int):
-        self.size, self.threads = size, 0
+        self.size, self.threads, self.lock = size, 0, threading.Lock()
         self.jobs: SimpleQueue[Callable[[], None] | None] = SimpleQueue()
-        self.idle, self.lock = threading.Semaphore(0), threading.Lock()
+        self.idle = threading.Semaphore(0)
 
     def submit(self, job: Callable[[], None]) -> None:
         self.jobs.put(job)
@@ -158,10 +172,9 @@ class Pool:
 
 
 class Batch:
-    """One call: ``op(envs[i], *args[i])`` for each env of ``idx``, in the pool or (``on_loop``)
-    as tasks of the loop ``loop()`` gives; awaitable results are awaited on that loop.
-    ``future`` completes when every env has answered. ``late`` gets each result that arrives
-    after :meth:`stop` (a factory's env, to be closed)."""
+    """``op(envs[i], *args[i])`` for each env of ``idx``: in the pool, or as tasks of the loop
+    ``loop()`` gives (``on_loop``); awaitable results are awaited on that loop. ``future``
+    completes when every env answered; ``late`` gets results that arrive after :meth:`stop`."""
 
     def __init__(self, op: Callable, envs: list[Any], args: list[tuple], idx: list[int],
                  on_loop: list[bool], locks: list[threading.Lock], pool: Pool,
@@ -175,27 +188,26 @@ class Batch:
         self.timed_out: tuple[float, list[int]] | None = None  # (timeout, envs not answered)
         self.lock = threading.Lock()
         self.future: cf.Future = cf.Future()
-        self.future.set_running_or_notify_cancel()  # cancelling an awaiter never cancels it
+        self.future.set_running_or_notify_cancel()  # so that no awaiter can cancel it
         self.tasks: list[cf.Future] = []  # what runs on the loop, cancelled by stop()
         if not idx:
             self.future.set_result(None)
         threaded = [i for i in idx if not on_loop[i]]
-        self.todo = iter(threaded)  # claimed one at a time by the threads
+        self.todo = iter(threaded)  # claimed one by one by the threads
+        if len(threaded) < len(idx):
+            coros = [self._task(i) for i in idx if on_loop[i]]
+            self.tasks.append(asyncio.run_coroutine_threadsafe(_gather(coros), loop()))
         if threaded:
             self._wake()
-        if len(threaded) < len(idx):
-            on = [i for i in idx if on_loop[i]]
-            self.tasks.append(asyncio.run_coroutine_threadsafe(
-                _gather(self._task(i) for i in on), loop()))
 
     def _wake(self) -> None:
         self.woken += 1
         self.pool.submit(self._work)
 
     def _work(self) -> None:
-        """Claim and run envs until none is left (in a pool thread). A thread wakes the next
-        one before it runs its first env, so threads join only while envs are unclaimed:
-        cheap envs run in one thread, envs that block on I/O get a thread each."""
+        """Claim and run envs until none is left. A thread wakes the next one before it runs
+        its first env, so threads join only while envs are unclaimed: cheap envs run in one
+        thread, envs that block on I/O get a thread each."""
         first = True
         for i in self.todo:
             if first and length_hint(self.todo) and self.woken < self.pool.size:
@@ -207,7 +219,7 @@ class Batch:
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
                     self.record(i, FAILED, exc)
                     continue
-            if awaitable(result):
+            if hasattr(result, "__await__"):
                 with self.lock:
                     if not self.stopped:
                         self.tasks.append(asyncio.run_coroutine_threadsafe(
@@ -219,25 +231,24 @@ class Batch:
         try:
             if result is PENDING:
                 result = self.op(self.envs[i], *self.args[i])
-            self.record(i, await result if awaitable(result) else result)
-        except BaseException as exc:  # noqa: BLE001 - cancelled (by stop()) or raised
+            self.record(i, await result if hasattr(result, "__await__") else result)
+        except BaseException as exc:  # noqa: BLE001 - raised, or cancelled by stop()
             self.record(i, FAILED, exc)
 
     def record(self, i: int, result: Any, exc: BaseException | None = None) -> None:
         with self.lock:
             late = self.stopped
             if not late:
-                self.results[i] = result
+                self.results[i], self.left = result, self.left - 1
                 if exc is not None:
                     self.errors[i] = exc
-                self.left -= 1
-        if late:
-            if awaitable(result) and hasattr(result, "close"):
-                result.close()  # a coroutine that will never run
-            elif self.late is not None and exc is None:
-                self.late(result)
-        elif not self.left:
-            self.future.set_result(None)
+        if not late:
+            if not self.left:
+                self.future.set_result(None)
+        elif hasattr(result, "__await__"):
+            result.close()  # a coroutine that will never run
+        elif self.late is not None and exc is None:
+            self.late(result)
 
     def wait(self, seconds: float | None) -> bool:
         """Block until every env answered (True) or ``seconds`` passed (False)."""
@@ -259,15 +270,14 @@ class Batch:
         return [i for i in self.idx if self.results[i] is PENDING]
 
 
-async def _gather(coros: Any) -> None:
+async def _gather(coros: list) -> None:
     await asyncio.gather(*coros)
 
 
 def start_loop() -> asyncio.AbstractEventLoop:
     """A private event loop running in a daemon thread until ``loop.stop()``."""
     loop = asyncio.new_event_loop()
-    threading.Thread(target=_run_loop, args=(loop,), name="batchenv-asyncio-loop",
-                     daemon=True).start()
+    threading.Thread(target=_run_loop, args=(loop,), name="batchenv-loop", daemon=True).start()
     return loop
 
 
@@ -275,10 +285,10 @@ def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(loop)
     try:
         loop.run_forever()
-    finally:
+    finally:  # give cancelled tasks a moment, never forever
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()
-        if tasks:  # give cancelled tasks a moment, never forever
+        if tasks:
             loop.run_until_complete(asyncio.wait(tasks, timeout=1.0))
         loop.close()

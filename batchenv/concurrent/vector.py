@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from copy import deepcopy
+from operator import methodcaller
 from typing import Any, Generic
 
 import numpy as np
@@ -41,6 +42,7 @@ MAX_THREADS = 256
 #: Default time ``close()`` waits for the sub-envs to close before giving up on them.
 CLOSE_TIMEOUT = 10.0
 _NEXT, _SAME, _DISABLED = AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED
+_RENDER, _CLOSE = methodcaller("render"), methodcaller("close")
 _STEP_OPS = {_NEXT: _run.next_step, _SAME: _run.same_step, _DISABLED: _run.step}
 
 
@@ -160,7 +162,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 
     def render(self, *, timeout: float | None = None) -> tuple[Any, ...]:
         """Render every env concurrently; returns the frames in env order."""
-        return tuple(self._drive(self._gather("render", _render, None, timeout), "render"))
+        return tuple(self._drive(self._gather("render", _RENDER, None, timeout), "render"))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every env concurrently (or read it, if not callable)."""
@@ -397,28 +399,21 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         seeds = [int(v) if g else None for v, g in zip(values.tolist(), given.tolist())]
         idx: list[int] = list(range(n))
         if isinstance(options, Mapping) and "reset_mask" in options:
-            mask = _check_options({"reset_mask": options["reset_mask"]}, n)
-            idx = np.flatnonzero(mask).tolist()  # type: ignore[arg-type]
+            idx = np.flatnonzero(_check_options({"reset_mask": options["reset_mask"]}, n)
+                                 ).tolist()  # type: ignore[arg-type]
             options = {k: v for k, v in options.items() if k != "reset_mask"}
         else:  # other keys are the sub-envs' business
             _check_options(None if isinstance(options, Mapping) else options, n)
-        batch = await self._dispatch("reset", _reset_env, [(s, options) for s in seeds], idx,
+        batch = await self._dispatch("reset", _run.reset, [(s, options) for s in seeds], idx,
                                      timeout, breaks=True)
-        prev_obs, bad, done, infos = list(self._env_obs), {}, [], {}
-        for i in idx:
-            r = batch.results[i]
-            if r is PENDING or r is FAILED:
-                continue
-            if isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], dict):
-                self._env_obs[i] = r[0]
-                done.append(i)
-            else:
-                bad[i] = BadResult(f"{_short(r)}; expected (obs, info) with a dict info")
-        bad.update(self._store_obs(done, prev_obs))
-        ok = [i for i in done if i not in bad]
-        for i in ok:
-            if batch.results[i][1]:
+        done = [i for i in idx if batch.results[i] is not PENDING
+                and batch.results[i] is not FAILED]
+        bad = self._store_obs({i: batch.results[i][0] for i in done})
+        infos: dict[str, Any] = {}
+        for i in done:
+            if i not in bad and batch.results[i][1]:
                 infos = self._add_info(infos, batch.results[i][1], i)
+        ok = [i for i in done if i not in bad]
         self._autoreset[ok] = self._broken[ok] = False
         self._reset_done[ok] = True
         self._set_broken([*batch.errors, *bad])
@@ -430,7 +425,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         n, mode = self.num_envs, self.autoreset_mode
         if not self._ready:
             self._raise_not_ready()
-        _check_actions(self.single_action_space, self.action_space, actions, "actions", n)
+        _check_actions(self.action_space, actions)
         args: list[tuple] = [(a,) for a in iterate(self.action_space, actions)]
         idx: Sequence[int] = range(n)
         if mode is _NEXT:
@@ -438,59 +433,51 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         elif mode is _DISABLED:  # an env waiting for a reset stands still
             idx = np.flatnonzero(~self._autoreset).tolist()
         batch = await self._dispatch("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
-        env_obs, prev_obs = self._env_obs, list(self._env_obs)
         rewards = np.zeros(n, dtype=np.float64)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
-        infos: dict[str, Any] = {}
-        bad: dict[int, BadResult] = {}
-        stepped = []
+        new_obs, infos = {}, {}
         for i in idx:
             r = batch.results[i]
-            if r is PENDING or r is FAILED:
-                continue
-            try:
-                env_obs[i], rewards[i], terminations[i], truncations[i], info = r[:5]
+            if r is not PENDING and r is not FAILED:
+                new_obs[i], rewards[i], terminations[i], truncations[i], info = r[:5]
                 if mode is _SAME and r[5] is not None:  # final_obs and final_info
                     infos = self._add_info(infos, r[5], i)
-                if len(r) != (6 if mode is _SAME else 5) or not isinstance(info, dict):
-                    raise ValueError
                 if info:
                     infos = self._add_info(infos, info, i)
-                stepped.append(i)
-            except (TypeError, ValueError, AttributeError, IndexError):
-                env_obs[i] = prev_obs[i]
-                bad[i] = BadResult(f"{_short(r)}; expected (obs, reward, terminated, "
-                                   "truncated, info) with a dict info")
-        bad.update(self._store_obs(stepped, prev_obs))
+        bad = self._store_obs(new_obs)
         done = terminations | truncations
         if mode is _DISABLED:  # finished envs wait for a reset
             self._autoreset |= done
-        elif len(stepped) == n and not bad:
+        elif len(new_obs) == n and not bad:
             self._autoreset = done
         else:  # only the envs that stepped have news
-            ok = [i for i in stepped if i not in bad]
+            ok = [i for i in new_obs if i not in bad]
             self._autoreset[ok] = done[ok]
         self._set_broken([*batch.errors, *bad])
         self._raise(batch, "step", bad)
         return self._obs_out(), rewards, terminations, truncations, infos
 
-    def _store_obs(self, changed: list[int], prev_obs: list[Any]) -> dict[int, BadResult]:
-        """Batch the envs' observations (``changed`` ones are new). New ones that do not fit
-        the space are taken back (their env keeps its row) and returned."""
-        space = self.single_observation_space
+    def _store_obs(self, new_obs: dict[int, Any]) -> dict[int, BaseException]:
+        """Batch the envs' observations with the ``new_obs`` of some. New ones that do not
+        fit the space are left out (their env keeps its row) and returned as errors."""
+        space, bad = self.single_observation_space, {}
+        rows = [new_obs.get(i, o) for i, o in enumerate(self._env_obs)]
         try:
-            self._observations = concatenate(space, self._env_obs, self._observations)
-            return {}
+            self._observations = concatenate(space, rows, self._observations)
         except (TypeError, ValueError, AttributeError):
-            bad = {i: BadResult(f"an observation that does not fit {space}"
-                                f"{_expected(space, self._env_obs[i])}")
-                   for i in changed if not _fits(space, self._env_obs[i])}
+            for i, obs in new_obs.items():
+                try:
+                    concatenate(space, [obs], create_empty_array(space, 1, np.zeros))
+                except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+                    bad[i] = BadResult(f"an observation that does not fit {space}" + (
+                        "" if space.shape is None else
+                        f": expected shape {space.shape}, got shape {np.shape(obs)}"))
+                    rows[i] = self._env_obs[i]
             if not bad:
                 raise
-            for i in bad:
-                self._env_obs[i] = prev_obs[i]
-            self._observations = concatenate(space, self._env_obs, self._observations)
-            return bad
+            self._observations = concatenate(space, rows, self._observations)
+        self._env_obs = rows
+        return bad
 
     def _raise_not_ready(self) -> None:
         never = np.flatnonzero(~self._reset_done)
@@ -523,7 +510,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         now = [i for i in present if i not in stuck]
         errors: dict[int, BaseException] = {}
         if now:
-            batch = _run.Batch(_close, self.envs, [()] * self.num_envs, now, self._is_async,
+            batch = _run.Batch(_CLOSE, self.envs, [()] * self.num_envs, now, self._is_async,
                                self._locks, self._pool, self._loop)
             if not batch.wait(timeout) and warn:
                 warnings.warn(f"{type(self).__name__}.close(): envs "
@@ -567,18 +554,6 @@ def _check_timeout(timeout: Any) -> float | None:
     return None if timeout == math.inf else float(timeout)
 
 
-def _reset_env(env: Any, seed: int | None, options: Any) -> Any:
-    return env.reset(seed=seed, options=options)
-
-
-def _render(env: Any) -> Any:
-    return env.render()
-
-
-def _close(env: Any) -> Any:
-    return env.close()
-
-
 def _apply(env: Any, fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args) if env is None else fn(env, *args)  # None: a factory
 
@@ -607,44 +582,24 @@ def _close_when_free(env: Any, lock: threading.Lock) -> None:
         _close_quietly(env)
 
 
-def _fits(space: spaces.Space, obs: Any) -> bool:
-    try:
-        concatenate(space, [obs], create_empty_array(space, 1, np.zeros))
-        return True
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError):
-        return False
-
-
-def _expected(space: spaces.Space, obs: Any) -> str:
-    return "" if space.shape is None else f": expected shape {space.shape}, got shape " \
-        f"{np.shape(obs)}"
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _check_actions(single: Any, batched: Any, value: Any, where: str, n: int) -> None:
-    """Raise ValueError naming ``where`` when ``value`` does not fit ``batched``'s shape."""
-    if isinstance(single, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                           spaces.MultiBinary)):
+def _check_actions(space: spaces.Space, value: Any, where: str = "actions") -> None:
+    """Raise ValueError naming ``where`` when ``value`` does not fit the batched ``space``'s
+    shape (values are the sub-envs' business, as in SyncVectorEnv)."""
+    if isinstance(space, spaces.Dict):
+        if not isinstance(value, Mapping) or set(value) != set(space.spaces):
+            raise ValueError(f"`{where}` must be a dict with keys {sorted(space.spaces)}")
+        items: Any = space.spaces.items()
+    elif isinstance(space, spaces.Tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+            raise ValueError(f"`{where}` must be a tuple of {len(space.spaces)} components")
+        items = enumerate(space.spaces)
+    else:
         try:
-            shape = value.shape if isinstance(value, np.ndarray) else np.shape(value)
-        except ValueError as exc:  # ragged nested lists
-            raise ValueError(f"`{where}` is not array-like with a regular shape: {exc}") from None
-        if shape != batched.shape:
-            raise ValueError(f"`{where}` must have shape {batched.shape} (num_envs={n}, single "
-                             f"action shape {single.shape} of {single}), got shape {shape}")
-    elif isinstance(single, (spaces.Tuple, spaces.Dict)):
-        keys = list(single.spaces) if isinstance(single, spaces.Dict) else range(len(single))
-        if isinstance(single, spaces.Dict) and not (hasattr(value, "keys")
-                                                    and set(value.keys()) == set(keys)):
-            raise ValueError(f"`{where}` must be a dict with keys {sorted(keys)}")
-        if isinstance(single, spaces.Tuple) and not (isinstance(value, (tuple, list))
-                                                     and len(value) == len(keys)):
-            raise ValueError(f"`{where}` must be a tuple of {len(keys)} batched components")
-        for k in keys:
-            _check_actions(single[k], batched[k], value[k], f"{where}[{k!r}]", n)
-    elif not hasattr(value, "__len__") or len(value) != n:
-        raise ValueError(f"`{where}` must hold one action per env (num_envs={n})")
+            shape = np.shape(value)
+        except ValueError:  # ragged nested lists
+            shape = "ragged"  # type: ignore[assignment]
+        if space.shape is not None and shape != space.shape:
+            raise ValueError(f"`{where}` must have shape {space.shape}, got shape {shape}")
+        return
+    for k, s in items:
+        _check_actions(s, value[k], f"{where}[{k!r}]")
