@@ -1,7 +1,6 @@
-""":class:`ConcurrentVectorEnv`. Each call is one coroutine (``_reset``, ``_step``,
-``_gather``) awaiting one :class:`~batchenv.concurrent._run.Batch`; ``reset``/``step`` drive
-it in the calling thread, blocking on the batch, ``areset``/``astep`` await it in the caller's
-event loop (:meth:`ConcurrentVectorEnv._drive`). Nothing else differs between the two."""
+""":class:`ConcurrentVectorEnv`. Each call is one coroutine awaiting one
+:class:`~batchenv.concurrent._run.Batch`: ``reset``/``step`` drive it in the calling thread,
+blocking on the batch; ``areset``/``astep`` await it in the caller's event loop."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import nullcontext
 from copy import deepcopy
 from operator import methodcaller
 from typing import Any, Generic
@@ -42,8 +42,9 @@ MAX_THREADS = 256
 #: Default time ``close()`` waits for the sub-envs to close before giving up on them.
 CLOSE_TIMEOUT = 10.0
 _NEXT, _SAME, _DISABLED = AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED
-_RENDER, _CLOSE = methodcaller("render"), methodcaller("close")
-_STEP_OPS = {_NEXT: _run.next_step, _SAME: _run.same_step, _DISABLED: _run.step}
+_STEP_OPS: dict[AutoresetMode, Callable[..., Any]] = {
+    _NEXT: _run.next_step, _SAME: _run.same_step, _DISABLED: _run.step}
+_Seed = int | Sequence[int | None] | None
 
 
 class _Wait:
@@ -70,7 +71,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             :data:`MAX_THREADS`.
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED`` (or its value).
         copy: return a copy of the observation buffer (``False``: the buffer itself).
-        timeout: default per-call timeout in seconds (``None`` or ``math.inf``: none).
+        timeout: default per-call timeout in seconds (``None`` or ``math.inf``: none);
+            ``reset``, ``step``, ``render``, ``parallel`` and their async forms take one too.
         observation_mode: ``"same"``, ``"different"`` or ``(batched_space, single_space)``.
 
     Raises:
@@ -101,9 +103,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self.executor, self.copy, self.observation_mode = executor, copy, observation_mode
         self.num_envs = n = len(env_fns)
         self.max_workers = min(n, MAX_THREADS) if max_workers is None else int(max_workers)
-        self._pool = _run.Pool(self.max_workers)
+        self._pool, self._loop_lock = _run.Pool(self.max_workers), threading.Lock()
         self._event_loop: asyncio.AbstractEventLoop | None = None
-        self._loop_lock = threading.Lock()
         self._locks = [threading.Lock() for _ in range(n)]  # held while an env runs
         self._busy = threading.Lock()  # held during a call: calls must not overlap
         self.envs: list[Any] = [None] * n
@@ -120,40 +121,20 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             raise
         self.closed = False
 
-    # ------------------------------------------------------------------------- public API --
-
-    def reset(self, *, seed: int | Sequence[int | None] | None = None,
-              options: dict[str, Any] | None = None, timeout: float | None = None
-              ) -> tuple[ObsType, dict[str, Any]]:
-        """Reset all envs, or those of ``options["reset_mask"]``, concurrently.
-
-        Args:
-            seed: ``None``, an int ``s`` (env ``i`` gets ``s + i``) or one seed (or None) per
-                env.
-            options: passed to each env's ``reset``, except ``"reset_mask"`` (a bool array of
-                shape ``(num_envs,)``): only those envs are reset. The dict is not modified.
-            timeout: seconds to wait for the envs (default: the instance's ``timeout``).
-
-        Raises:
-            SubEnvError / SubEnvTimeoutError: envs raised, returned a malformed result (then
-                a ``ValueError`` too) or did not answer; the others were reset.
-        """
+    def reset(self, *, seed: _Seed = None, options: dict[str, Any] | None = None,
+              timeout: float | None = None) -> tuple[ObsType, dict[str, Any]]:
+        """Reset all envs, or those of ``options["reset_mask"]`` (a bool array of shape
+        ``(num_envs,)``; the other options go to the envs), concurrently. ``seed``: ``None``,
+        ``s`` (env ``i`` gets ``s + i``) or one seed (or None) per env."""
         return self._drive(self._reset(seed, options, timeout), "reset")
 
-    async def areset(self, *, seed: int | Sequence[int | None] | None = None,
-                     options: dict[str, Any] | None = None, timeout: float | None = None
-                     ) -> tuple[ObsType, dict[str, Any]]:
+    async def areset(self, *, seed: _Seed = None, options: dict[str, Any] | None = None,
+                     timeout: float | None = None) -> tuple[ObsType, dict[str, Any]]:
         """:meth:`reset` for code running in an event loop: awaits instead of blocking it."""
         return await self._drive(self._reset(seed, options, timeout), "areset", awaiting=True)
 
     def step(self, actions: ActType, *, timeout: float | None = None):
-        """Step every env concurrently, auto-resetting as the mode says.
-
-        Raises:
-            ValueError: ``actions`` does not have the shape of :attr:`action_space`.
-            StepBeforeResetError / ResetNeeded: some env was never reset / must be reset.
-            SubEnvError / SubEnvTimeoutError: as for :meth:`reset`.
-        """
+        """Step every env concurrently, auto-resetting as the mode says."""
         return self._drive(self._step(actions, timeout), "step")
 
     async def astep(self, actions: ActType, *, timeout: float | None = None):
@@ -161,16 +142,17 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         return await self._drive(self._step(actions, timeout), "astep", awaiting=True)
 
     def render(self, *, timeout: float | None = None) -> tuple[Any, ...]:
-        """Render every env concurrently; returns the frames in env order."""
-        return tuple(self._drive(self._gather("render", _RENDER, None, timeout), "render"))
+        """The frames of every env, rendered concurrently."""
+        return tuple(self._drive(self._gather("render", methodcaller("render"), None, timeout),
+                                 "render"))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every env concurrently (or read it, if not callable)."""
-        gather = self._gather(f"call({name!r})", _call, [(name, args, kwargs)] * self.num_envs)
-        return tuple(self._drive(gather, "call"))
+        return tuple(self._drive(self._gather(f"call({name!r})", _call,
+                                              [(name, args, kwargs)] * self.num_envs), "call"))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env, in env order."""
+        """Attribute ``name`` of every env."""
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
@@ -187,14 +169,15 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     def parallel(self, fn: Callable[..., Any], per_env_args: Sequence[Any] | None = None, *,
                  timeout: float | None = None) -> list[Any]:
         """``fn(env, per_env_args[i])`` (or ``fn(env)``) for every env, concurrently, where
-        that env's calls run; an awaitable result is awaited on the private loop. Returns the
-        results in env order."""
-        return self._drive(self._parallel(fn, per_env_args, timeout), "parallel")
+        that env's calls run; an awaitable result is awaited on the private loop."""
+        args = self._parallel_args(fn, per_env_args)
+        return self._drive(self._gather("parallel", _apply, args, timeout), "parallel")
 
     async def aparallel(self, fn: Callable[..., Any], per_env_args: Sequence[Any] | None = None,
                         *, timeout: float | None = None) -> list[Any]:
         """:meth:`parallel` for code running in an event loop."""
-        return await self._drive(self._parallel(fn, per_env_args, timeout), "aparallel",
+        args = self._parallel_args(fn, per_env_args)
+        return await self._drive(self._gather("parallel", _apply, args, timeout), "aparallel",
                                  awaiting=True)
 
     @property
@@ -208,9 +191,9 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         return self.get_attr("np_random")
 
     def close(self, *, timeout: float | None = None, **kwargs: Any) -> None:
-        """Close the sub-envs concurrently and release the threads; never hangs: envs stuck
-        in a call that timed out are closed when it returns, the others get ``timeout``
-        seconds (default :data:`CLOSE_TIMEOUT`, then a ``RuntimeWarning``). A second call does
+        """Close the sub-envs concurrently and stop the threads; never hangs: envs stuck in a
+        call that timed out are closed when it returns, the others get ``timeout`` seconds
+        (default :data:`CLOSE_TIMEOUT`, then a ``RuntimeWarning``). A second call does
         nothing. Raises :class:`SubEnvError` if envs raised in ``close()``."""
         if not self.closed:
             t = _check_timeout(timeout)
@@ -219,8 +202,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     # ------------------------------------------------------------------------- the one core --
 
     def _drive(self, coro: Coroutine, method: str, awaiting: bool = False) -> Any:
-        """Run a call coroutine: blocking on each batch it awaits in this thread, or (with
-        ``awaiting``: returns a coroutine) awaiting it in the caller's event loop."""
+        """Run a call coroutine: in this thread, blocking on the batch it awaits; or (with
+        ``awaiting``: returns a coroutine) in the caller's event loop, awaiting the batch."""
         error: Exception | None = None
         if self.closed and method != "make":
             error = ClosedEnvError(f"{method}() called on a closed {type(self).__name__}")
@@ -236,13 +219,11 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     def _block(self, coro: Coroutine) -> Any:
         try:
             wait = coro.send(None)
-            while True:
-                try:
-                    done = wait.batch.wait(wait.seconds)
-                except BaseException as exc:  # Ctrl-C: the call abandons its batch
-                    wait = coro.throw(exc)
-                else:
-                    wait = coro.send(done)
+            try:
+                done = wait.batch.wait(wait.seconds)
+            except BaseException as exc:  # Ctrl-C: the call abandons its batch
+                coro.throw(exc)
+            coro.send(done)
         except StopIteration as stop:
             return stop.value
         finally:
@@ -250,25 +231,20 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 
     async def _await(self, coro: Coroutine) -> Any:
         try:
-            try:
-                await asyncio.sleep(0)  # let the caller's loop run at least once per call
-            except BaseException:  # cancelled before it started
-                coro.close()
-                raise
+            await asyncio.sleep(0)  # the caller's loop runs at least once per call
             wait = coro.send(None)
-            while True:
-                future = asyncio.wrap_future(wait.batch.future)
-                try:
-                    done, _ = await asyncio.wait({future}, timeout=wait.seconds)
-                except BaseException as exc:  # cancelled: the call abandons its batch
-                    future.cancel()
-                    wait = coro.throw(exc)
-                else:
-                    future.cancel()  # stop waiting for it (a no-op on the batch)
-                    wait = coro.send(bool(done))
+            future = asyncio.wrap_future(wait.batch.future)
+            try:
+                done, _ = await asyncio.wait({future}, timeout=wait.seconds)
+            except BaseException as exc:  # cancelled: the call abandons its batch
+                coro.throw(exc)
+            finally:
+                future.cancel()  # stop waiting for it (a no-op on the batch)
+            coro.send(bool(done))
         except StopIteration as stop:
             return stop.value
         finally:
+            coro.close()  # a no-op, unless cancelled before it started
             self._busy.release()
 
     async def _dispatch(self, method: str, op: Callable, args: list[tuple], idx: Sequence[int],
@@ -288,8 +264,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             self._set_broken(batch.idx if breaks else [])
             raise
         if not done:
-            batch.timed_out = (t, batch.stop())  # type: ignore[assignment]
-            self._set_broken(batch.timed_out[1] if breaks else [])
+            batch.timed_out = (t, pending := batch.stop())  # type: ignore[assignment]
+            self._set_broken(pending if breaks else [])
         return batch
 
     def _loop(self) -> asyncio.AbstractEventLoop:
@@ -308,32 +284,28 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         """Raise SubEnvTimeoutError if the call timed out, else SubEnvError if envs failed."""
         errors = {**batch.errors, **(bad or {})}
         if batch.timed_out is not None:
-            cause = SubEnvError.of(method, errors) if errors else None
             raise SubEnvTimeoutError(method, batch.timed_out[1], batch.timed_out[0],
-                                     self.num_envs) from cause
+                                     self.num_envs) from (
+                SubEnvError.of(method, errors) if errors else None)
         if errors:
             raise SubEnvError.of(method, errors)
 
-    async def _gather(self, method: str, fn: Callable, args: list[tuple] | None = None,
+    async def _gather(self, method: str, fn: Callable, args: list[tuple] | None,
                       timeout: float | None = None) -> list[Any]:
-        """``fn(env, *args[i])`` for every env; awaitable results are awaited."""
         n = self.num_envs
         batch = await self._dispatch(method, fn, args or [()] * n, range(n), timeout)
         self._raise(batch, method)
         return batch.results
 
-    async def _parallel(self, fn: Any, per_env_args: Any, timeout: float | None) -> list[Any]:
-        n = self.num_envs
+    def _parallel_args(self, fn: Any, per_env_args: Any) -> list[tuple]:
         if not callable(fn):
             raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
         if per_env_args is None:
-            return await self._gather("parallel", _apply, [(fn,)] * n, timeout)
-        if not hasattr(per_env_args, "__len__") or len(per_env_args) != n:
+            return [(fn,)] * self.num_envs
+        if not hasattr(per_env_args, "__len__") or len(per_env_args) != self.num_envs:
             raise ValueError(f"`per_env_args` must be a sequence with one entry per env "
-                             f"(num_envs={n})")
-        return await self._gather("parallel", _apply, [(fn, a) for a in per_env_args], timeout)
-
-    # ----------------------------------------------------------------------- construction --
+                             f"(num_envs={self.num_envs})")
+        return [(fn, a) for a in per_env_args]
 
     async def _make_envs(self, env_fns: list[Callable[[], Any]]) -> None:
         """Call the factories concurrently. What they made is adopted even when some fail, so
@@ -356,7 +328,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                 raise TypeError(f"env {i} ({type(env).__name__}): step and reset must both be "
                                 "coroutine functions (AsyncEnv protocol) or both plain methods")
 
-    def _setup_spaces(self, observation_mode: Any) -> None:
+    def _setup_spaces(self, mode: Any) -> None:
         first, n = self.envs[0], self.num_envs
         self.metadata = {**(getattr(first, "metadata", None) or {}),
                          "autoreset_mode": self.autoreset_mode}
@@ -364,27 +336,25 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self.single_action_space = first.action_space
         self.action_space = batched_space(self.single_action_space, n)
         self.single_observation_space = first.observation_space
-        if isinstance(observation_mode, tuple) and len(observation_mode) == 2:
-            if not all(isinstance(s, spaces.Space) for s in observation_mode):
+        if isinstance(mode, tuple) and len(mode) == 2:
+            if not all(isinstance(s, spaces.Space) for s in mode):
                 raise TypeError("observation_mode as a tuple must hold two Spaces")
-            self.observation_space, self.single_observation_space = observation_mode
-        elif observation_mode == "same":
-            self.observation_space = batched_space(first.observation_space, n)
-        elif observation_mode == "different":
-            self.observation_space = batch_differing_spaces([e.observation_space
-                                                             for e in self.envs])
+            self.observation_space, self.single_observation_space = mode
+        elif mode in ("same", "different"):
+            self.observation_space = (batched_space(first.observation_space, n) if mode == "same"
+                                      else batch_differing_spaces([e.observation_space
+                                                                   for e in self.envs]))
         else:
             raise ValueError("observation_mode must be 'same', 'different' or a tuple "
-                             f"(batched_space, single_space), got {observation_mode!r}")
+                             f"(batched_space, single_space), got {mode!r}")
         for i, env in enumerate(self.envs):
-            if observation_mode == "same" and env.observation_space != first.observation_space:
-                raise RuntimeError(f"env {i}'s observation_space {env.observation_space} "
-                                   f"differs from env 0's {first.observation_space}; use "
-                                   "observation_mode='different'")
-            if env.action_space != self.single_action_space:
-                raise RuntimeError(f"env {i}'s action_space {env.action_space} differs from "
-                                   f"env 0's {self.single_action_space}")
-        self._observations = create_empty_array(self.single_observation_space, n, np.zeros)
+            for what, same in (("observation", mode == "same"), ("action", True)):
+                space, env_space = getattr(first, f"{what}_space"), getattr(env, f"{what}_space")
+                if same and env_space != space:
+                    raise RuntimeError(f"env {i}'s {what}_space {env_space} differs from env "
+                                       f"0's {space}" + "; use observation_mode='different'"
+                                       * (what == "observation"))
+        self._observations: Any = create_empty_array(self.single_observation_space, n, np.zeros)
         try:
             self._env_obs = [deepcopy(o) for o in iterate(self.observation_space,
                                                           self._observations)]
@@ -399,21 +369,21 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         seeds = [int(v) if g else None for v, g in zip(values.tolist(), given.tolist())]
         idx: list[int] = list(range(n))
         if isinstance(options, Mapping) and "reset_mask" in options:
-            idx = np.flatnonzero(_check_options({"reset_mask": options["reset_mask"]}, n)
-                                 ).tolist()  # type: ignore[arg-type]
+            mask: Any = _check_options({"reset_mask": options["reset_mask"]}, n)
+            idx = np.flatnonzero(mask).tolist()
             options = {k: v for k, v in options.items() if k != "reset_mask"}
         else:  # other keys are the sub-envs' business
             _check_options(None if isinstance(options, Mapping) else options, n)
         batch = await self._dispatch("reset", _run.reset, [(s, options) for s in seeds], idx,
                                      timeout, breaks=True)
-        done = [i for i in idx if batch.results[i] is not PENDING
-                and batch.results[i] is not FAILED]
-        bad = self._store_obs({i: batch.results[i][0] for i in done})
+        results = {i: batch.results[i] for i in idx if batch.results[i] is not PENDING
+                   and batch.results[i] is not FAILED}
+        bad = self._store_obs({i: r[0] for i, r in results.items()})
+        ok = [i for i in results if i not in bad]
         infos: dict[str, Any] = {}
-        for i in done:
-            if i not in bad and batch.results[i][1]:
-                infos = self._add_info(infos, batch.results[i][1], i)
-        ok = [i for i in done if i not in bad]
+        for i in ok:
+            if results[i][1]:
+                infos = self._add_info(infos, results[i][1], i)
         self._autoreset[ok] = self._broken[ok] = False
         self._reset_done[ok] = True
         self._set_broken([*batch.errors, *bad])
@@ -435,7 +405,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         batch = await self._dispatch("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
         rewards = np.zeros(n, dtype=np.float64)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
-        new_obs, infos = {}, {}
+        new_obs: dict[int, Any] = {}
+        infos: dict[str, Any] = {}
         for i in idx:
             r = batch.results[i]
             if r is not PENDING and r is not FAILED:
@@ -457,9 +428,9 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self._raise(batch, "step", bad)
         return self._obs_out(), rewards, terminations, truncations, infos
 
-    def _store_obs(self, new_obs: dict[int, Any]) -> dict[int, BaseException]:
-        """Batch the envs' observations with the ``new_obs`` of some. New ones that do not
-        fit the space are left out (their env keeps its row) and returned as errors."""
+    def _store_obs(self, new_obs: dict[int, Any]) -> dict[int, BadResult]:
+        """Batch the envs' observations, ``new_obs`` for some. New ones that do not fit the
+        space are left out (their env keeps its row) and returned as errors."""
         space, bad = self.single_observation_space, {}
         rows = [new_obs.get(i, o) for i, o in enumerate(self._env_obs)]
         try:
@@ -467,7 +438,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         except (TypeError, ValueError, AttributeError):
             for i, obs in new_obs.items():
                 try:
-                    concatenate(space, [obs], create_empty_array(space, 1, np.zeros))
+                    concatenate(space, [obs], create_empty_array(space, 1, np.zeros))  # type: ignore[arg-type]
                 except (TypeError, ValueError, AttributeError, KeyError, IndexError):
                     bad[i] = BadResult(f"an observation that does not fit {space}" + (
                         "" if space.shape is None else
@@ -496,22 +467,18 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             return obs
         return obs.copy() if isinstance(obs, np.ndarray) else deepcopy(obs)
 
-    # ---------------------------------------------------------------------------- closing --
-
     def _shutdown(self, timeout: float, *, raise_errors: bool, warn: bool) -> None:
-        self.closed = True
+        self.closed, errors = True, {}
         present = [i for i, e in enumerate(self.envs) if e is not None]
         # Envs still inside a call that timed out are closed when it returns, in the
         # background, instead of being waited for.
         stuck = [i for i in present if not self._is_async[i] and self._locks[i].locked()]
         for i in stuck:
-            threading.Thread(target=_close_when_free, args=(self.envs[i], self._locks[i]),
-                             name=f"batchenv-close-{i}", daemon=True).start()
-        now = [i for i in present if i not in stuck]
-        errors: dict[int, BaseException] = {}
-        if now:
-            batch = _run.Batch(_CLOSE, self.envs, [()] * self.num_envs, now, self._is_async,
-                               self._locks, self._pool, self._loop)
+            threading.Thread(target=_close_quietly, args=(self.envs[i], self._locks[i]),
+                             daemon=True).start()
+        if now := [i for i in present if i not in stuck]:
+            batch = _run.Batch(methodcaller("close"), self.envs, [()] * self.num_envs, now,
+                               self._is_async, self._locks, self._pool, self._loop)
             if not batch.wait(timeout) and warn:
                 warnings.warn(f"{type(self).__name__}.close(): envs "
                               f"{_listed(np.asarray(batch.stop()))} did not close within "
@@ -524,62 +491,48 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             raise SubEnvError.of("close", errors)
 
     def __del__(self) -> None:
-        if getattr(self, "closed", True):
-            return
-        try:
-            if sys.is_finalizing():  # no new threads now: just let the idle ones go
-                self.closed = True
-                self._pool.shutdown()
-            else:
-                self._shutdown(0.01, raise_errors=False, warn=False)
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
-            pass
+        if not getattr(self, "closed", True):
+            try:  # at interpreter exit no thread can start: just let the idle ones go
+                self._pool.shutdown() if sys.is_finalizing() else self._shutdown(
+                    0.01, raise_errors=False, warn=False)
+            except Exception:  # noqa: BLE001 - never raise from a finalizer
+                pass
 
     def __repr__(self) -> str:
         envs = getattr(self, "envs", None)
-        spec = getattr(envs[0], "spec", None) if envs else None
-        env_id = f"{spec.id}, " if getattr(spec, "id", None) else ""
-        return (f"{type(self).__name__}({env_id}num_envs={getattr(self, 'num_envs', '?')}, "
-                f"executor={getattr(self, 'executor', '?')!r})")
-
-
-# ------------------------------------------------------------------------------- helpers --
+        env_id = getattr(getattr(envs[0], "spec", None), "id", None) if envs else None
+        return (f"{type(self).__name__}({f'{env_id}, ' if env_id else ''}num_envs="
+                f"{getattr(self, 'num_envs', '?')}, executor={getattr(self, 'executor', '?')!r})")
 
 
 def _check_timeout(timeout: Any) -> float | None:
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not timeout > 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not float(timeout) > 0:
         raise ValueError(f"`timeout` must be None or a number > 0 (seconds), got {timeout!r}")
     return None if timeout == math.inf else float(timeout)
 
 
 def _apply(env: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args) if env is None else fn(env, *args)  # None: a factory
+    return fn(*args) if env is None else fn(env, *args)  # env None: fn is a factory
 
 
 def _call(env: Any, name: str, args: tuple, kwargs: dict) -> Any:
-    getter = getattr(env, "get_wrapper_attr", None)
-    attr = getter(name) if getter is not None else getattr(env, name)
+    attr = getattr(env, "get_wrapper_attr", lambda name: getattr(env, name))(name)
     return attr(*args, **kwargs) if callable(attr) else attr
 
 
 def _set_attr(env: Any, name: str, value: Any) -> None:
-    setter = getattr(env, "set_wrapper_attr", None)
-    setter(name, value) if setter is not None else setattr(env, name, value)
+    getattr(env, "set_wrapper_attr", lambda name, value: setattr(env, name, value))(name, value)
 
 
-def _close_quietly(env: Any) -> None:
-    """Close an env nobody will use; errors are ignored (nobody to tell)."""
-    try:
-        env.close()
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _close_when_free(env: Any, lock: threading.Lock) -> None:
-    with lock:
-        _close_quietly(env)
+def _close_quietly(env: Any, lock: Any = None) -> None:
+    """Close an env nobody will use (once ``lock`` is free); errors have nobody to go to."""
+    with lock or nullcontext():
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _check_actions(space: spaces.Space, value: Any, where: str = "actions") -> None:
@@ -595,9 +548,9 @@ def _check_actions(space: spaces.Space, value: Any, where: str = "actions") -> N
         items = enumerate(space.spaces)
     else:
         try:
-            shape = np.shape(value)
+            shape: Any = np.shape(value)
         except ValueError:  # ragged nested lists
-            shape = "ragged"  # type: ignore[assignment]
+            shape = "ragged"
         if space.shape is not None and shape != space.shape:
             raise ValueError(f"`{where}` must have shape {space.shape}, got shape {shape}")
         return
