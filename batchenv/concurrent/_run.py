@@ -242,12 +242,12 @@ class Batch:
                 self.results[i], self.left = result, self.left - 1
                 if exc is not None:
                     self.errors[i] = exc
-        if not late:
-            if not self.left:
-                self.future.set_result(None)
-        elif hasattr(result, "__await__"):
+            last = not late and not self.left
+        if last:
+            self.future.set_result(None)
+        elif late and hasattr(result, "__await__"):
             result.close()  # a coroutine that will never run
-        elif self.late is not None and exc is None:
+        elif late and self.late is not None and exc is None:
             self.late(result)
 
     def wait(self, seconds: float | None) -> bool:
