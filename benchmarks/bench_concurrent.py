@@ -1,15 +1,15 @@
-"""ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
+r"""ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
 
     python benchmarks/bench_concurrent.py            # about two minutes
     python benchmarks/bench_concurrent.py --repeats 3
     # against another version of the module, e.g. the one before a change, interleaved:
     git show 3423df6:batchenv/concurrent.py > /tmp/old_concurrent.py  # the single-module version
     python benchmarks/bench_concurrent.py --against /tmp/old_concurrent.py
-    # a package version: copy the folder, renaming its imports after the copy's folder name
-    git archive main batchenv/concurrent | tar -x -C /tmp && rm -rf /tmp/other_pkg && \
-        mv /tmp/batchenv/concurrent /tmp/other_pkg && \
-        sed -i 's/batchenv\.concurrent\b/other_pkg/g' /tmp/other_pkg/*.py
-    python benchmarks/bench_concurrent.py --against /tmp/other_pkg --compare-only
+    # a package version (3e2e692: the first pass), its imports renamed after its folder
+    mkdir /tmp/ab && git archive 3e2e692 batchenv/concurrent | tar -x -C /tmp/ab && \
+        mv /tmp/ab/batchenv/concurrent /tmp/ab/other_pkg && \
+        sed -i 's/batchenv\.concurrent\b/other_pkg/g' /tmp/ab/other_pkg/*.py
+    python benchmarks/bench_concurrent.py --against /tmp/ab/other_pkg --compare-only
 
 Prints medians over repeats (systems are measured interleaved, so a load spike on a shared
 machine hits them all) and the ratios the issue asks about:
