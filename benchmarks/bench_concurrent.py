@@ -170,9 +170,11 @@ def compare(label: str, cls: type, rounds: int) -> None:
           "rounds")
     cases = [("(a) 200 envs waiting 10 ms", 200, WaitEnv, AsyncWaitEnv, 5),
              ("(b) 32 envs waiting 10 ms", 32, WaitEnv, AsyncWaitEnv, 5),
-             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100)]
+             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100),
+             ("(d) 16 envs, 1 ms pure Python", 16, PythonWorkEnv, None, 3),
+             ("(d) 16 envs, 1 ms releasing GIL", 16, ReleasingWorkEnv, None, 3)]
     for title, n, fn, afn, k in cases:
-        for executor in ("thread", "asyncio"):
+        for executor in ("thread", "asyncio") if afn else ("thread",):
             env_fns = [afn if executor == "asyncio" else fn] * n
             pair = [ConcurrentVectorEnv(env_fns, executor=executor),
                     cls(env_fns, executor=executor)]
@@ -239,6 +241,7 @@ def main() -> None:
     if args.against:
         OTHER["other"] = load_other(args.against).ConcurrentVectorEnv
     if args.compare_only:
+        calibrate()
         for label, cls in OTHER.items():
             compare(label, cls, rounds=10 * max(1, args.repeats))
         return
