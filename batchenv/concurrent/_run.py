@@ -22,8 +22,10 @@ class SubEnvError(RuntimeError):
     """Sub-environments raised, or returned something malformed (then also a ``ValueError``).
     The first env's exception is chained as ``__cause__``, with its traceback.
 
-    Attributes: ``method`` (e.g. ``"step"``), ``env_index`` (the first env that failed),
-    ``errors`` (``{env_index: exception}`` for every env that failed in this call).
+    Attributes:
+        method: the operation that failed, e.g. ``"step"``.
+        env_index: the first env that failed.
+        errors: ``{env_index: exception}`` for every env that failed in this call.
     """
 
     def __init__(self, method: str, errors: dict[int, BaseException]):
@@ -57,7 +59,10 @@ class BadResult(ValueError):
 class SubEnvTimeoutError(TimeoutError):
     """Some sub-environments did not answer within the call's ``timeout``.
 
-    Attributes: ``method``, ``env_indices`` (the envs that did not answer), ``timeout``.
+    Attributes:
+        method: the operation that timed out, e.g. ``"step"``.
+        env_indices: the envs that did not answer, in increasing order.
+        timeout: the timeout in seconds.
     """
 
     def __init__(self, method: str, env_indices: list[int], timeout: float, num_envs: int):
