@@ -357,7 +357,7 @@ class ShardedVectorEnv(VectorEnv):
         if self.backend == "process":
             arrays, specs = self._backend.collect_buffers(
                 steps, obs_space.shape, obs_space.dtype, act_space.shape, act_space.dtype)
-            payload = None if policy is None else pickle.dumps(policy)
+            payload = None if policy is None else _pickle_policy(policy)
             for k in range(self.num_workers):
                 self._backend.start(k, "collect", (payload, steps, specs))
         else:
@@ -516,6 +516,19 @@ class ShardedVectorEnv(VectorEnv):
                     truncated, info)
         return (arrays["obs"][a:b], arrays["reward"][a:b], arrays["flags"][0, a:b],
                 arrays["flags"][1, a:b], info)
+
+
+def _pickle_policy(policy: Any) -> bytes:
+    """``pickle``, or ``cloudpickle`` (if installed) for lambdas and closures."""
+    try:
+        return pickle.dumps(policy)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        try:
+            import cloudpickle
+        except ImportError:
+            raise TypeError(f"collect: the policy must pickle (define it at module level, "
+                            f"or install cloudpickle): {exc}") from exc
+        return cloudpickle.dumps(policy)
 
 
 def _shard_seed(seed: Any, a: int, b: int) -> Any:

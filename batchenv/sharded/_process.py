@@ -150,8 +150,11 @@ class _Resources:
         self.blocks: list[SharedMemory] = []
         self.processes: list[Any] = []
         self.conns: list[connection.Connection] = []
+        self.hung: set[int] = set()  # shards that timed out: killed without waiting
 
     def release(self) -> None:
+        for k in self.hung:
+            self.processes[k].kill()
         for conn, proc in zip(self.conns, self.processes):
             if proc.is_alive():
                 try:
@@ -277,6 +280,7 @@ class ProcessBackend:
             if not ready:
                 for k in waiting.values():
                     failures.append((k, f"did not answer {what} within {timeout} s", None))
+                    res.hung.add(k)
                 break
             for obj in ready:
                 if obj in waiting:
