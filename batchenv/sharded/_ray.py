@@ -36,6 +36,11 @@ class ShardActor:
     def getpid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def call(self, cmd: str, arg: Any) -> Any:
         shard = self.shard
         if cmd == "step":
