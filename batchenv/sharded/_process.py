@@ -54,13 +54,40 @@ def _attach(spec: tuple[str, tuple[int, ...], str], cache: dict[str, SharedMemor
     return np.ndarray(shape, dtype=dtype, buffer=cache[name].buf)
 
 
+def adopt_buffers(env: Any, views: dict[str, np.ndarray]) -> bool:
+    """Make the shard's env write its observations, rewards and flags straight into its
+    rows of the shared arrays (its ``copy=False`` outputs are then those rows): a step
+    copies no output at all. Envs that draw incrementally into their observation buffer
+    (BatchPong's pixels) keep doing so there. Falls back to copying (False) if the env's
+    buffers are not the base class's usual ones."""
+    obs, reward, flags = views["obs"], views["reward"], views["flags"]
+    try:
+        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
+              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
+    except AttributeError:
+        return False
+    if not ok:
+        return False
+    obs[...] = env._obs
+    obs.flags.writeable = env._obs.flags.writeable
+    reward[...] = env._reward
+    flags[...] = env._flags
+    env._obs, env._reward, env._flags = obs, reward, flags
+    env._terminated, env._truncated = views["terminated"], views["truncated"]
+    return True
+
+
 def _write(views: dict[str, np.ndarray], out: StepOut) -> None:
-    views["obs"][...] = out.obs
+    if out.obs is not views["obs"]:  # else the env wrote there itself (adopt_buffers)
+        views["obs"][...] = out.obs
     if out.reward is None:
         return
-    views["reward"][...] = out.reward
-    views["flags"][0] = out.terminated
-    views["flags"][1] = out.truncated
+    if out.reward is not views["reward"]:
+        views["reward"][...] = out.reward
+    if out.terminated is not views["terminated"]:
+        views["terminated"][...] = out.terminated
+    if out.truncated is not views["truncated"]:
+        views["truncated"][...] = out.truncated
     if "final_mask" in views:
         mask = views["final_mask"]
         mask[...] = False
@@ -79,11 +106,13 @@ def worker_main(env_cls: type, start: int, stop: int, env_kwargs: dict[str, Any]
     for key, spec in specs.items():
         full = _attach(spec, blocks)
         views[key] = full[:, start:stop] if key == "flags" else full[start:stop]
+    views["terminated"], views["truncated"] = views["flags"]
     try:
         shard = Shard(env_cls, stop - start, env_kwargs)
     except BaseException as exc:  # noqa: BLE001  (reported to the driver, which raises)
         conn.send(("error", _describe(exc)))
         return
+    adopt_buffers(shard.env, views)
     conn.send(("ok", os.getpid()))
     while True:
         try:

@@ -1,0 +1,192 @@
+"""Sharded batches against one process, as ratios measured side by side in one run.
+
+    python benchmarks/bench_sharded.py               # all cases; exits 1 if a target is missed
+    python benchmarks/bench_sharded.py --no-targets  # just print
+    python benchmarks/bench_sharded.py --only process --rounds 7
+
+Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
+
+* process backend, 2 workers vs one process: state obs at 65,536 envs and 84x84 pixels at
+  4,096 envs (target: >= 1.6x env-steps/s each); the per-step overhead of sharding at 64
+  envs (µs per step, sharded minus unsharded).
+* ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
+  held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
+  (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
+
+Each round times every contender once (interleaved), and the ratio of each round's pair is
+taken; the median over rounds is printed with the range. The figures depend on what else
+runs on the machine: say so when you quote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from batchenv import BatchPong, ShardedVectorEnv  # noqa: E402
+
+TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6, "ray collect 2x32768": 1.5}
+
+
+def chase(obs: np.ndarray) -> np.ndarray:
+    """A scripted policy over the state observation: move toward the ball (one cheap
+    vectorized rule, so that the env dominates the time)."""
+    return np.where(obs[:, 1] < obs[:, 4], 1, 2)
+
+
+def block_time(fn: Callable[[], None], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def stepper(env, num_envs: int) -> Callable[[], None]:
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 3, num_envs) for _ in range(8)]
+    counter = iter(range(1 << 62))
+
+    def step() -> None:
+        env.step(actions[next(counter) & 7])
+
+    return step
+
+
+def compare(name: str, make_a: Callable, make_b: Callable, calls: int, rounds: int,
+            results: dict) -> None:
+    """Seconds per call of two contenders, interleaved over ``rounds``; prints b/a."""
+    env_a, fn_a = make_a()
+    env_b, fn_b = make_b()
+    try:
+        fn_a(), fn_b()  # warm up
+        ratios, times_a, times_b = [], [], []
+        for _ in range(rounds):
+            ta, tb = block_time(fn_a, calls), block_time(fn_b, calls)
+            times_a.append(ta)
+            times_b.append(tb)
+            ratios.append(ta / tb)
+    finally:
+        env_a.close()
+        env_b.close()
+    results[name] = (statistics.median(ratios), min(ratios), max(ratios),
+                     statistics.median(times_a), statistics.median(times_b))
+
+
+def process_cases(rounds: int, results: dict) -> None:
+    for label, n, kwargs, calls in (("process state 65536", 65536, {}, 20),
+                                    ("process pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
+        def one(n=n, kwargs=kwargs):
+            env = BatchPong(n, copy=False, **kwargs)
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        def sharded(n=n, kwargs=kwargs):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        compare(label, one, sharded, calls, rounds, results)
+
+    def one64():
+        env = BatchPong(64, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    def sharded64():
+        env = ShardedVectorEnv(BatchPong, 64, num_workers=2, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    compare("process overhead 64", one64, sharded64, 300, rounds, results)
+
+
+def ray_cases(rounds: int, results: dict) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    n, steps = 65536, 128
+
+    def one():
+        env = BatchPong(n, copy=False)
+        obs = [env.reset(seed=0)[0]]
+
+        def rollout() -> None:  # what collect does, in one process
+            o = obs[0]
+            for _ in range(steps):
+                o = env.step(chase(o))[0]
+            obs[0] = o
+
+        return env, rollout
+
+    def sharded():
+        env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend="ray", copy=False)
+        env.reset(seed=0)
+        env.collect(chase, 1)  # the actors hold the policy from here on
+
+        def rollout() -> None:
+            env.collect(None, steps)
+
+        return env, rollout
+
+    compare("ray collect 2x32768", one, sharded, 1, rounds, results)
+
+    def one64():
+        env = BatchPong(64, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    def sharded64():
+        env = ShardedVectorEnv(BatchPong, 64, num_workers=2, backend="ray", copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    compare("ray overhead 64", one64, sharded64, 50, rounds, results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--only", choices=["process", "ray"], default=None)
+    p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
+    args = p.parse_args(argv)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# {os.cpu_count()} cores, load average {load:.1f} at start; "
+          f"{args.rounds} interleaved rounds; ratio = one process time / sharded time")
+    results: dict = {}
+    if args.only in (None, "process"):
+        process_cases(args.rounds, results)
+    if args.only in (None, "ray"):
+        ray_cases(args.rounds, results)
+    missed = []
+    for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
+        if "overhead" in name:
+            print(f"{name:24s} one process {t_one * 1e6:9.1f} us/step   sharded "
+                  f"{t_sharded * 1e6:9.1f} us/step   overhead "
+                  f"{(t_sharded - t_one) * 1e6:9.1f} us/step")
+            continue
+        target = TARGETS.get(name)
+        verdict = "" if target is None else (" ok" if ratio >= target else " MISSED")
+        if target is not None and ratio < target:
+            missed.append(name)
+        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  one process "
+              f"{t_one * 1e3:8.2f} ms/call, sharded {t_sharded * 1e3:8.2f} ms/call"
+              f"{'' if target is None else f'  target {target}x'}{verdict}")
+    print(f"# load average {os.getloadavg()[0]:.1f} at the end")
+    if missed and not args.no_targets:
+        print(f"targets missed: {missed}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
