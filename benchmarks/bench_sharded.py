@@ -119,11 +119,19 @@ def ray_cases(rounds: int, results: dict) -> None:
     def one():
         env = BatchPong(n, copy=False)
         obs = [env.reset(seed=0)[0]]
+        space = env.single_observation_space
 
-        def rollout() -> None:  # what collect does, in one process
+        def rollout() -> None:  # what collect does, in one process: step and record
+            out = {"obs": np.empty((steps, n, *space.shape), space.dtype),
+                   "actions": np.empty((steps, n), np.int64), "rewards": np.empty((steps, n)),
+                   "terminated": np.empty((steps, n), bool),
+                   "truncated": np.empty((steps, n), bool)}
             o = obs[0]
-            for _ in range(steps):
-                o = env.step(chase(o))[0]
+            for t in range(steps):
+                out["obs"][t] = o
+                out["actions"][t] = a = chase(o)
+                o, out["rewards"][t], out["terminated"][t], out["truncated"][t], _ = \
+                    env.step(a)
             obs[0] = o
 
         return env, rollout

@@ -354,6 +354,7 @@ class ShardedVectorEnv(VectorEnv):
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         steps = int(steps)
         obs_space, act_space = self.single_observation_space, self.single_action_space
+        n = self.num_envs
         if self.backend == "process":
             arrays, specs = self._backend.collect_buffers(
                 steps, obs_space.shape, obs_space.dtype, act_space.shape, act_space.dtype)
@@ -374,8 +375,13 @@ class ShardedVectorEnv(VectorEnv):
             if self.copy:
                 out = {k: v.copy() for k, v in out.items()}
         else:
-            out = {k: np.concatenate([s["out"][k] for s in sides], axis=1)
-                   for k in ("obs", "actions", "rewards", "terminated", "truncated")}
+            out = {}
+            for key in ("obs", "actions", "rewards", "terminated", "truncated"):
+                pieces = [s["out"][key] for s in sides]
+                whole = np.empty((steps, n, *pieces[0].shape[2:]), pieces[0].dtype)
+                for k, piece in enumerate(pieces):
+                    whole[:, self.bounds[k]:self.bounds[k + 1]] = piece
+                out[key] = whole
         finals = [(s["final"], self.bounds[k]) for k, s in enumerate(sides) if "final" in s]
         if finals:
             t = np.concatenate([f[0] for f, _ in finals])

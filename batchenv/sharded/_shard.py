@@ -58,6 +58,7 @@ class Shard:
         self.env = env_cls(num_rows, copy=False, validate=False, **env_kwargs)
         self.obs: np.ndarray | None = None  # the latest observation (a view of env buffers)
         self.policy: Any = None
+        self._out: dict[str, np.ndarray] | None = None  # collect's arrays, when it owns them
         self._check = _action_checker(self.env.single_action_space, num_rows,
                                       self.env.box_action_bounds)
 
@@ -94,9 +95,11 @@ class Shard:
         if self.obs is None:
             raise ValueError("collect() called before reset(): call reset() first")
         env = self.env
+        if out is None and self._out is not None and len(self._out["obs"]) == steps:
+            out = self._out  # the caller (Ray) copies the arrays out: reuse them
         if out is None:
             n = env.num_envs
-            out = {"obs": np.empty((steps, *self.obs.shape), self.obs.dtype),
+            out = self._out = {"obs": np.empty((steps, *self.obs.shape), self.obs.dtype),
                    "actions": np.empty((steps, *env.action_space.shape),
                                        env.action_space.dtype),
                    "rewards": np.empty((steps, n)),
