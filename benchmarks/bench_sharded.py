@@ -3,6 +3,7 @@
     python benchmarks/bench_sharded.py               # all cases; exits 1 if a target is missed
     python benchmarks/bench_sharded.py --no-targets  # just print
     python benchmarks/bench_sharded.py --only process --rounds 7
+    python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
@@ -161,10 +162,63 @@ def ray_cases(rounds: int, results: dict) -> None:
     compare("ray overhead 64", one64, sharded64, 50, rounds, results)
 
 
+def cluster_case(rounds: int) -> None:
+    """``collect`` on a simulated two-node Ray cluster (``ray.cluster_utils.Cluster``, one
+    CPU per node, one actor per node) against one actor: env-steps/s and the bytes moved,
+    for the throughput model of docs/scaling-out.md. Prints figures only (no target)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    per_actor, steps = 16384, 64
+    try:
+        envs = {w: ShardedVectorEnv(BatchPong, w * per_actor, num_workers=w, backend="ray",
+                                    copy=False,
+                                    # three actors on two 1-CPU nodes: half a CPU each;
+                                    # SPREAD puts the pair's actors on different nodes
+                                    ray_options={"num_cpus": 0.5,
+                                                 "scheduling_strategy": "SPREAD"})
+                for w in (1, 2)}
+        for env in envs.values():
+            env.reset(seed=0)
+            env.collect(chase, 1)
+        nodes = ray.get([a.node_id.remote() for a in envs[2]._backend.actors])
+        print(f"# the 2-actor env runs on {len(set(nodes))} node(s)")
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(rounds):
+            for w, env in envs.items():
+                start = time.perf_counter()
+                traj = env.collect(None, steps)
+                times[w].append(time.perf_counter() - start)
+        nbytes = sum(a.nbytes for a in (traj.obs, traj.actions, traj.rewards,
+                                        traj.terminated, traj.truncated))
+        per_step = nbytes / traj.rewards.size
+        for w, ts in times.items():
+            t = statistics.median(ts)
+            print(f"cluster collect {w} actor(s) x {per_actor} envs x {steps} steps: "
+                  f"{w * per_actor * steps / t / 1e6:6.2f} M env-steps/s, "
+                  f"{w * per_actor * steps * per_step / t / 1e6:7.1f} MB/s of trajectories "
+                  f"({per_step:.0f} B per env-step), {t * 1e3:7.1f} ms per call")
+        ratio = statistics.median(times[1]) / statistics.median(times[2]) * 2
+        print(f"cluster 2 nodes vs 1: {ratio:.2f}x env-steps/s")
+        for env in envs.values():
+            env.close()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray"], default=None)
+    p.add_argument("--only", choices=["process", "ray", "cluster"], default=None,
+                   help="one group of cases (cluster: a simulated two-node Ray cluster, "
+                        "figures for docs/scaling-out.md; not run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     args = p.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -175,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         process_cases(args.rounds, results)
     if args.only in (None, "ray"):
         ray_cases(args.rounds, results)
+    if args.only == "cluster":
+        cluster_case(args.rounds)
     missed = []
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
         if "overhead" in name:

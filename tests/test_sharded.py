@@ -460,3 +460,67 @@ def test_counter_env_uneven_shards_keep_time_limits() -> None:
             assert_same_step(ref.step(a), env.step(a), f"step {t}")
     finally:
         env.close()
+
+
+# ---------------------------------------------------------------------- the PPO example
+def _load_ppo():
+    import importlib.util
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    if str(examples) not in sys.path:
+        sys.path.insert(0, str(examples))
+    spec = importlib.util.spec_from_file_location("example_ppo_pong_sharded",
+                                                  examples / "ppo_pong.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
+    """The example's EpisodeStats (for collect / double-buffer, fed by halves) against
+    Gymnasium's RecordEpisodeStatistics on the same run."""
+    pytest.importorskip("torch")
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    ppo = _load_ppo()
+    env = RecordEpisodeStatistics(BatchPong(8, autoreset_mode=AutoresetMode.SAME_STEP,
+                                            max_episode_steps=25, points_to_win=1))
+    stats = ppo.EpisodeStats(8)
+    env.reset(seed=0)
+    ended = 0
+    for t in range(80):
+        _, reward, terminated, truncated, info = env.step(actions_for(t, 8))
+        done = terminated | truncated
+        mask = info.get("_episode", np.zeros(8, bool))
+        for rows in (slice(0, 3), slice(3, 8)):  # two halves, as the double buffer does
+            part = stats.update(rows, reward[rows], done[rows])
+            expected = np.zeros(8, bool)
+            expected[rows] = mask[rows]
+            assert np.array_equal(part.get("_episode", np.zeros(8, bool)), expected)
+            if part:
+                assert np.array_equal(info["episode"]["r"][expected],
+                                      part["episode"]["r"][expected])
+                assert np.array_equal(info["episode"]["l"][expected],
+                                      part["episode"]["l"][expected])
+        ended += int(mask.sum())
+    assert ended > 0
+
+
+@pytest.mark.parametrize("rollout", ["collect", "double-buffer"])
+def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("tqdm")
+    ppo = _load_ppo()
+    csv_path = tmp_path / "pong.csv"
+    summary = ppo.main(["--workers", "2", "--rollout", rollout, "--num-envs", "16",
+                        "--num-steps", "32", "--total-steps", "2048", "--num-minibatches", "2",
+                        "--points-to-win", "2", "--max-episode-steps", "60",
+                        "--eval-envs", "4", "--csv", str(csv_path)])
+    assert summary["global_step"] == 2048 and summary["rollout"] == rollout
+    for key in ("loss", "pg_loss", "v_loss", "entropy", "approx_kl"):
+        assert np.isfinite(summary[key]), key
+    returns = np.genfromtxt(csv_path, delimiter=",", names=True, ndmin=1)["episode_return"]
+    assert len(returns) == summary["episodes"] > 0
+    assert np.all((returns >= -2) & (returns <= 2))
+    assert summary["truncations"] > 0  # the time limit was hit: the bootstrap path ran

@@ -330,7 +330,8 @@ class ProcessBackend:
                     del waiting[res.conns[k]]
                     failures.append((k, f"died during {what} ({_exit_reason(proc.exitcode)})",
                                      None))
-        if failures:
+        if failures:  # reported in shard order, whichever answered first
+            failures.sort(key=lambda failure: failure[0])
             k, message, cause = failures[0]
             raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
                              others=[f[0] for f in failures[1:]]) from cause

@@ -125,7 +125,8 @@ class RayBackend:
                 failures.append((k, f"raised {type(cause).__name__}: {cause}", cause))
             except GetTimeoutError as exc:
                 failures.append((k, f"did not answer {what} within {timeout} s", exc))
-        if failures:
+        if failures:  # reported in shard order, whichever answered first
+            failures.sort(key=lambda failure: failure[0])
             k, message, cause = failures[0]
             raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
                              others=[f[0] for f in failures[1:]]) from cause
