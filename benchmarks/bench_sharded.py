@@ -10,6 +10,8 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
 * process backend, 2 workers vs one process: state obs at 65,536 envs and 84x84 pixels at
   4,096 envs (target: >= 1.6x env-steps/s each); the per-step overhead of sharding at 64
   envs (µs per step, sharded minus unsharded).
+* process backend, ``collect`` as below (no target: the same rollout with one message per
+  worker per rollout instead of one per step).
 * ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
   held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
   (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
@@ -108,13 +110,13 @@ def process_cases(rounds: int, results: dict) -> None:
         return env, stepper(env, 64)
 
     compare("process overhead 64", one64, sharded64, 300, rounds, results)
+    # no target: what the process backend gives when a call carries a whole rollout
+    collect_case("process collect 2x32768", "process", rounds, results)
 
 
-def ray_cases(rounds: int, results: dict) -> None:
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
+    """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
+    (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
     n, steps = 65536, 128
 
     def one():
@@ -138,16 +140,24 @@ def ray_cases(rounds: int, results: dict) -> None:
         return env, rollout
 
     def sharded():
-        env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend="ray", copy=False)
+        env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend=backend, copy=False)
         env.reset(seed=0)
-        env.collect(chase, 1)  # the actors hold the policy from here on
+        env.collect(chase, 1)  # the workers hold the policy from here on
 
         def rollout() -> None:
             env.collect(None, steps)
 
         return env, rollout
 
-    compare("ray collect 2x32768", one, sharded, 1, rounds, results)
+    compare(name, one, sharded, 1, rounds, results)
+
+
+def ray_cases(rounds: int, results: dict) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    collect_case("ray collect 2x32768", "ray", rounds, results)
 
     def one64():
         env = BatchPong(64, copy=False)

@@ -328,8 +328,11 @@ class ProcessBackend:
                     proc = res.processes[k]
                     proc.join(0.1)
                     del waiting[res.conns[k]]
-                    failures.append((k, f"died during {what} ({_exit_reason(proc.exitcode)})",
-                                     None))
+                    hint = ("; it could not start: the worker's stderr says why (a script "
+                            "must create the env under `if __name__ == '__main__':`, and the "
+                            "env class must be importable)") if what == "start" else ""
+                    failures.append((k, f"died during {what} ({_exit_reason(proc.exitcode)})"
+                                        f"{hint}", None))
         if failures:  # reported in shard order, whichever answered first
             failures.sort(key=lambda failure: failure[0])
             k, message, cause = failures[0]
