@@ -124,11 +124,12 @@ def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
         obs = [env.reset(seed=0)[0]]
         space = env.single_observation_space
 
+        # preallocated once, as the sharded env's (copy=False) trajectory arrays are
+        out = {"obs": np.empty((steps, n, *space.shape), space.dtype),
+               "actions": np.empty((steps, n), np.int64), "rewards": np.empty((steps, n)),
+               "terminated": np.empty((steps, n), bool), "truncated": np.empty((steps, n), bool)}
+
         def rollout() -> None:  # what collect does, in one process: step and record
-            out = {"obs": np.empty((steps, n, *space.shape), space.dtype),
-                   "actions": np.empty((steps, n), np.int64), "rewards": np.empty((steps, n)),
-                   "terminated": np.empty((steps, n), bool),
-                   "truncated": np.empty((steps, n), bool)}
             o = obs[0]
             for t in range(steps):
                 out["obs"][t] = o
