@@ -7,6 +7,8 @@
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
+* the ceiling: two independent processes (no communication) of 32,768 envs against one of
+  65,536 — what the machine allows right now; every sharded ratio is bounded by it.
 * process backend, 2 workers vs one process: state obs at 65,536 envs and 84x84 pixels at
   4,096 envs (target: >= 1.6x env-steps/s each); the per-step overhead of sharding at 64
   envs (µs per step, sharded minus unsharded).
@@ -84,7 +86,46 @@ def compare(name: str, make_a: Callable, make_b: Callable, calls: int, rounds: i
                      statistics.median(times_a), statistics.median(times_b))
 
 
+def _independent(num_envs: int, calls: int, kwargs: dict, queue) -> None:
+    env = BatchPong(num_envs, copy=False, **kwargs)
+    env.reset(seed=0)
+    step = stepper(env, num_envs)
+    step()
+    queue.put(block_time(step, calls))
+
+
+def ceiling_case(rounds: int, results: dict) -> None:
+    """What two processes can do on this machine right now, with no communication at all:
+    two independent BatchPong(32768) processes against one BatchPong(65536). The sharded
+    ratios are bounded by this one; on a loaded machine it falls toward 1x or below."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ratios, times_one, times_two = [], [], []
+    env = BatchPong(65536, copy=False)
+    env.reset(seed=0)
+    step = stepper(env, 65536)
+    for _ in range(rounds):
+        t_one = block_time(step, 20)
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=_independent, args=(32768, 20, {}, queue))
+                 for _ in range(2)]
+        for proc in procs:
+            proc.start()
+        t_two = max(queue.get() for _ in procs)
+        for proc in procs:
+            proc.join()
+        ratios.append(t_one / t_two)
+        times_one.append(t_one)
+        times_two.append(t_two)
+    env.close()
+    results["ceiling state 65536"] = (statistics.median(ratios), min(ratios), max(ratios),
+                                      statistics.median(times_one),
+                                      statistics.median(times_two))
+
+
 def process_cases(rounds: int, results: dict) -> None:
+    ceiling_case(rounds, results)
     for label, n, kwargs, calls in (("process state 65536", 65536, {}, 20),
                                     ("process pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
         def one(n=n, kwargs=kwargs):
