@@ -524,3 +524,39 @@ def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
     assert len(returns) == summary["episodes"] > 0
     assert np.all((returns >= -2) & (returns <= 2))
     assert summary["truncations"] > 0  # the time limit was hit: the bootstrap path ran
+
+
+# ---------------------------------------------------------------------- SyncVectorEnv's API
+def test_sync_api_matches_unsharded() -> None:
+    """np_random_seed, call / get_attr / set_attr, an all-True first reset mask and
+    SAME_STEP's final_obs entry types, against the unsharded env."""
+    kwargs = dict(autoreset_mode=AutoresetMode.SAME_STEP, max_count=np.int64(2),
+                  max_episode_steps=5, render_mode=None)
+    ref = CounterEnv(5, **kwargs)
+    env = ShardedVectorEnv(CounterEnv, 5, num_workers=2, **kwargs)
+    try:
+        everything = {"reset_mask": np.ones(5, bool)}
+        ref.reset(seed=[3, None, 4, 5, 6], options=everything)
+        env.reset(seed=[3, None, 4, 5, 6], options=everything)
+        assert env.np_random_seed[0] == 3 and env.np_random_seed[2:] == (4, 5, 6)
+        ref.reset(seed=40)
+        env.reset(seed=40)
+        assert env.np_random_seed == ref.np_random_seed == (40, 41, 42, 43, 44)
+        assert env.get_attr("np_random_seed") == ref.get_attr("np_random_seed")
+        assert env.get_attr("num_envs") == ref.get_attr("num_envs") == (5,) * 5
+        assert env.get_attr("max_episode_steps") == (5,) * 5
+        assert env.call("render") == ref.call("render") == (None,) * 5
+        env.set_attr("max_episode_steps", 3)
+        ref.set_attr("max_episode_steps", 3)
+        assert env.get_attr("max_episode_steps") == (3,) * 5  # on the shards too:
+        for t in range(4):
+            out, ref_out = env.step(np.ones(5, np.int64)), ref.step(np.ones(5, np.int64))
+            assert_same_step(ref_out, out, f"step {t}")
+            if "final_obs" in ref_out[4]:
+                assert [type(x) for x in out[4]["final_obs"]] == \
+                    [type(x) for x in ref_out[4]["final_obs"]]
+        with pytest.raises(ValueError, match=r"env indices \[3\]"):
+            env.set_attr("max_episode_steps", [3, 3, 3, 4, 3])
+    finally:
+        env.close()
+        ref.close()

@@ -36,6 +36,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
+from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from batchenv.core import (
@@ -214,9 +216,11 @@ class ShardedVectorEnv(VectorEnv):
         mask = _check_options(options, self.num_envs)
         BatchEnv._check_seed(self, seed)  # type: ignore[arg-type]  (validation only)
         if mask is not None and self._needs_reset:
-            raise StepBeforeResetError(
-                "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
-                "unmasked envs have no state yet")
+            if not mask.all():
+                raise StepBeforeResetError(
+                    "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
+                    "unmasked envs have no state yet")
+            mask = None  # an all-True mask is a full reset, as BatchEnv takes it
         shards = []
         for k, (a, b) in enumerate(self._pairs()):
             shard_mask = None if mask is None else mask[a:b]
@@ -279,6 +283,58 @@ class ShardedVectorEnv(VectorEnv):
         for part in self._call_all("render"):
             frames.extend(part)
         return tuple(frames)
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
+        """The seed of each env's random stream (as :attr:`BatchEnv.np_random_seed`),
+        gathered from the shards."""
+        self._check_usable()
+        self._drain()
+        return tuple(x for part in self._call_all("call", ("np_random_seed", (), {}))
+                     for x in part)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """As :meth:`BatchEnv.call`: one entry per env. The driver's own attributes
+        (``num_envs``, the spaces, ``metadata``, ...) are the whole batch's, returned once
+        per env; ``render`` and ``np_random_seed`` give their per-env entries; any other
+        name runs on every shard (once per shard) and each env gets its shard's result."""
+        self._check_usable()
+        if name == "render":
+            frames = self.render()
+            return (None,) * self.num_envs if frames is None else frames
+        if name == "np_random_seed":
+            return self.np_random_seed
+        if name in self.__dict__:
+            attr = self.__dict__[name]
+            value = attr(*args, **kwargs) if callable(attr) else attr
+            return (value,) * self.num_envs
+        self._drain()
+        return tuple(x for part in self._call_all("call", (name, args, kwargs)) for x in part)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name``, one entry per env (:meth:`call`)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """As :meth:`BatchEnv.set_attr`, on every shard: one value, or ``num_envs`` equal
+        values (``ValueError`` names the envs whose value differs from env 0's)."""
+        self._check_usable()
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr: values must be one value or a list/tuple of "
+                             f"num_envs={self.num_envs} values, got {len(values)} values")
+        first = values[0]
+        differ = [i for i, v in enumerate(values)
+                  if v is not first and not data_equivalence(v, first, exact=True)]
+        if differ:
+            raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
+                             f"all its envs, so per-env values must be equal; values differ "
+                             f"from env 0's at env indices {differ[:10]}")
+        self._drain()
+        self._call_all("set_attr", (name, first))
+        if name in self.__dict__ and not name.startswith("_"):  # the driver's copy too
+            setattr(self, name, first)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the workers (within seconds, whatever state they are in) and free the
@@ -485,9 +541,9 @@ class ShardedVectorEnv(VectorEnv):
                                        f"({type(exc).__name__})")
             raise
 
-    def _call_all(self, cmd: str) -> list[Any]:
+    def _call_all(self, cmd: str, arg: Any = None) -> list[Any]:
         for k in range(self.num_workers):
-            self._backend.start(k, cmd)
+            self._backend.start(k, cmd, arg)
         return self._finish(range(self.num_workers), cmd)
 
     def _drain(self) -> None:
@@ -511,7 +567,10 @@ class ShardedVectorEnv(VectorEnv):
             if over.any():
                 rows = np.flatnonzero(over)
                 final_obs = np.full(b - a, None, dtype=object)
-                final_obs[rows] = list(arrays["final_obs"][a + rows])
+                rows_obs = arrays["final_obs"][a + rows]
+                # each entry as BatchEnv gives it (a Discrete observation: a Python int)
+                final_obs[rows] = rows_obs.tolist() if isinstance(
+                    self.single_observation_space, spaces.Discrete) else list(rows_obs)
                 info = {"final_obs": final_obs, "_final_obs": over.copy(),
                         "final_info": {}, "_final_info": over.copy()}
         for k, extra in zip(shards, replies):

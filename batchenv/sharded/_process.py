@@ -152,6 +152,10 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
         return shard.get_state()
     if cmd == "render":
         return shard.render()
+    if cmd == "call":
+        return shard.call(*arg)
+    if cmd == "set_attr":
+        return shard.set_attr(*arg)
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)

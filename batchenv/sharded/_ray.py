@@ -53,6 +53,10 @@ class ShardActor:
             return shard.get_state()
         if cmd == "render":
             return shard.render()
+        if cmd == "call":
+            return shard.call(*arg)
+        if cmd == "set_attr":
+            return shard.set_attr(*arg)
         if cmd == "collect":
             policy, steps = arg
             if policy is not None:  # an ObjectRef: put once, fetched by every actor

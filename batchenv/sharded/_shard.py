@@ -82,6 +82,12 @@ class Shard:
     def render(self) -> tuple:
         return self.env.render()
 
+    def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
+        return self.env.call(name, *args, **kwargs)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.env.set_attr(name, value)
+
     def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None
                 ) -> tuple[StepOut, dict[str, Any]]:
         """Step ``steps`` times with ``policy`` (``None``: the last one sent), writing into
