@@ -162,16 +162,18 @@ class ShardedVectorEnv(VectorEnv):
                                  for a, b in self._half_rows]
 
         obs_space, act_space = self.single_observation_space, self.single_action_space
+        obs_shape, act_shape = tuple(obs_space.shape or ()), tuple(act_space.shape or ())
         layout: dict[str, tuple[tuple[int, ...], Any]] = {
-            "obs": ((n, *obs_space.shape), obs_space.dtype),
+            "obs": ((n, *obs_shape), obs_space.dtype),
             "reward": ((n,), np.float64),
             "flags": ((2, n), np.bool_),  # terminated, truncated
-            "actions": ((n, *act_space.shape), act_space.dtype),
+            "actions": ((n, *act_shape), act_space.dtype),
         }
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            layout["final_obs"] = ((n, *obs_space.shape), obs_space.dtype)
+            layout["final_obs"] = ((n, *obs_shape), obs_space.dtype)
             layout["final_mask"] = ((n,), np.bool_)
         self.closed = True  # until the workers are up: close() has nothing to do
+        self._backend: Any  # ProcessBackend or RayBackend
         if backend == "process":
             from batchenv.sharded._process import ProcessBackend
 
@@ -214,7 +216,8 @@ class ShardedVectorEnv(VectorEnv):
         self._check_usable()
         self._drain()
         mask = _check_options(options, self.num_envs)
-        BatchEnv._check_seed(self, seed)  # type: ignore[arg-type]  (validation only)
+        # validation only (BatchEnv's rules and messages)
+        BatchEnv._check_seed(self, seed)  # type: ignore[arg-type]
         if mask is not None and self._needs_reset:
             if not mask.all():
                 raise StepBeforeResetError(
@@ -359,7 +362,8 @@ class ShardedVectorEnv(VectorEnv):
             got = states.dtype if isinstance(states, np.ndarray) else type(states).__name__
             raise TypeError(f"set_state: states must be a structured array of dtype "
                             f"env.full_state_dtype={self.full_state_dtype}, got {got}")
-        shards, args = [], []
+        shards: list[int] = []
+        args: list[tuple[np.ndarray, np.ndarray | None]] = []
         if mask is None:
             if states.shape != (n,):
                 raise ValueError(f"set_state: states must have shape ({n},), got "
@@ -401,7 +405,9 @@ class ShardedVectorEnv(VectorEnv):
         pickle: it is sent once per call (``None``: reuse the one sent last), so a network
         policy's weights travel once per rollout. It runs in the workers: limit its
         threads (``torch.set_num_threads(1)``) when workers share the cores. Continues
-        from the env's current state; afterwards ``step`` continues from the last one."""
+        from the env's current state; afterwards ``step`` continues from the last one.
+        With ``copy=False`` (process backend) the arrays are views of shared buffers that
+        the next ``collect`` of as many steps overwrites."""
         self._check_usable()
         self._drain()
         if self._needs_reset:
@@ -413,7 +419,8 @@ class ShardedVectorEnv(VectorEnv):
         n = self.num_envs
         if self.backend == "process":
             arrays, specs = self._backend.collect_buffers(
-                steps, obs_space.shape, obs_space.dtype, act_space.shape, act_space.dtype)
+                steps, tuple(obs_space.shape or ()), obs_space.dtype,
+                tuple(act_space.shape or ()), act_space.dtype)
             payload = None if policy is None else _pickle_policy(policy)
             for k in range(self.num_workers):
                 self._backend.start(k, "collect", (payload, steps, specs))
@@ -448,7 +455,7 @@ class ShardedVectorEnv(VectorEnv):
             final_obs = obs[order]
         else:
             final_index = np.zeros((0, 2), np.int64)
-            final_obs = np.zeros((0, *obs_space.shape), obs_space.dtype)
+            final_obs = np.zeros((0, *(obs_space.shape or ())), obs_space.dtype)
         extras: dict[str, np.ndarray] = {}
         if sides and sides[0]["extras"]:
             extras = {key: np.concatenate([s["extras"][key] for s in sides], axis=1)

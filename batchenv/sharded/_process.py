@@ -159,14 +159,14 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
-        out = {}
+        rollout: dict[str, np.ndarray] = {}
         for key, spec in specs.items():
             full = _attach(spec, blocks)
             if key == "flags":
-                out["terminated"], out["truncated"] = full[:, :, start:stop]
+                rollout["terminated"], rollout["truncated"] = full[:, :, start:stop]
             else:
-                out[key] = full[:, start:stop]
-        last, side = shard.collect(policy, steps, out)
+                rollout[key] = full[:, start:stop]
+        last, side = shard.collect(policy, steps, rollout)
         _write(views, last)
         del side["out"]
         return last.info, side
@@ -257,7 +257,7 @@ class ProcessBackend:
         if method == "fork":
             raise ValueError("start_method='fork' is not supported (fork after threads "
                              "deadlocks); use 'forkserver' or 'spawn'")
-        ctx = mp.get_context(method)
+        ctx: Any = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["batchenv"])
         res = self.resources
@@ -303,7 +303,7 @@ class ProcessBackend:
         res = self.resources
         replies: dict[int, Any] = {}
         failures: list[tuple[int, str, BaseException | None]] = []
-        waiting = {res.conns[k]: k for k in shards}
+        waiting: dict[Any, int] = {res.conns[k]: k for k in shards}
         sentinels = {res.processes[k].sentinel: k for k in shards}
         deadline = None if timeout is None else time.monotonic() + timeout
         while waiting:
@@ -319,7 +319,7 @@ class ProcessBackend:
                 if obj in waiting:
                     k = waiting[obj]
                     try:
-                        status, payload = obj.recv()
+                        status, payload = res.conns[k].recv()
                     except (EOFError, OSError):
                         continue  # it died: its sentinel reports it
                     del waiting[obj]

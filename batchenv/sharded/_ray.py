@@ -125,15 +125,16 @@ class RayBackend:
                 failures.append((k, f"died during {what} (Ray actor error: "
                                     f"{str(exc).splitlines()[0]})", exc))
             except RayTaskError as exc:
-                cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+                cause: BaseException = exc.cause if isinstance(exc.cause, BaseException) \
+                    else exc
                 failures.append((k, f"raised {type(cause).__name__}: {cause}", cause))
             except GetTimeoutError as exc:
                 failures.append((k, f"did not answer {what} within {timeout} s", exc))
         if failures:  # reported in shard order, whichever answered first
             failures.sort(key=lambda failure: failure[0])
-            k, message, cause = failures[0]
+            k, message, first_cause = failures[0]
             raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
-                             others=[f[0] for f in failures[1:]]) from cause
+                             others=[f[0] for f in failures[1:]]) from first_cause
         return [self._absorb(k, replies[k]) for k in shards]
 
     def _absorb(self, k: int, reply: Any) -> Any:

@@ -79,7 +79,7 @@ class Shard:
         self.obs = self.env.set_state(states, mask)
         return StepOut(self.obs)
 
-    def render(self) -> tuple:
+    def render(self) -> tuple | None:
         return self.env.render()
 
     def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
@@ -106,12 +106,14 @@ class Shard:
         if out is None:
             n = env.num_envs
             out = self._out = {"obs": np.empty((steps, *self.obs.shape), self.obs.dtype),
-                   "actions": np.empty((steps, *env.action_space.shape),
+                   "actions": np.empty((steps, *(env.action_space.shape or ())),
                                        env.action_space.dtype),
                    "rewards": np.empty((steps, n)),
                    "terminated": np.empty((steps, n), bool),
                    "truncated": np.empty((steps, n), bool)}
-        final_t, final_rows, final_obs = [], [], []
+        final_t: list[np.ndarray] = []
+        final_rows: list[np.ndarray] = []
+        final_obs: list[np.ndarray] = []
         extras: dict[str, list] = {}
         last = None
         for t in range(steps):
@@ -127,10 +129,11 @@ class Shard:
             out["rewards"][t] = last.reward
             out["terminated"][t] = last.terminated
             out["truncated"][t] = last.truncated
-            if last.final_rows is not None:
+            if last.final_rows is not None and last.final_obs is not None:
                 final_t.append(np.full(len(last.final_rows), t))
                 final_rows.append(last.final_rows)
                 final_obs.append(last.final_obs)
+        assert last is not None  # steps >= 1
         side: dict[str, Any] = {"extras": {k: np.stack(v) for k, v in extras.items()},
                                 "out": out}
         if final_t:
