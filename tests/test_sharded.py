@@ -560,3 +560,14 @@ def test_sync_api_matches_unsharded() -> None:
     finally:
         env.close()
         ref.close()
+
+
+def test_a_failed_start_leaves_nothing_behind() -> None:
+    """An env class the workers cannot get (a local class does not pickle): the error
+    propagates and the shared memory already created is unlinked (checked by no_leaks)."""
+
+    class Local(CounterEnv):
+        pass
+
+    with pytest.raises(Exception, match="Local"):
+        ShardedVectorEnv(Local, 4, num_workers=2)
