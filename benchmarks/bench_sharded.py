@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "cluster":
         cluster_case(args.rounds)
     missed = []
+    ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
         if "overhead" in name:
             print(f"{name:24s} one process {t_one * 1e6:9.1f} us/step   sharded "
@@ -294,9 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "" if target is None else (" ok" if ratio >= target else " MISSED")
         if target is not None and ratio < target:
             missed.append(name)
+        of_ceiling = ("" if ceiling is None or name.startswith("ceiling")
+                      else f"  ({ratio / ceiling:.0%} of the ceiling)")
         print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  one process "
               f"{t_one * 1e3:8.2f} ms/call, sharded {t_sharded * 1e3:8.2f} ms/call"
-              f"{'' if target is None else f'  target {target}x'}{verdict}")
+              f"{'' if target is None else f'  target {target}x'}{verdict}{of_ceiling}")
     print(f"# load average {os.getloadavg()[0]:.1f} at the end")
     if missed and not args.no_targets:
         print(f"targets missed: {missed}")
