@@ -503,28 +503,7 @@ class BatchEnv(VectorEnv):
 
     def _check_seed(self, seed: Any) -> tuple[np.ndarray, np.ndarray]:
         """Per-env seed values (uint64) and which envs were given one."""
-        n = self.num_envs
-        if seed is None:
-            return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
-        if _is_int(seed):
-            seed = int(seed)
-            if not 0 <= seed <= MAX_SEED - n:
-                raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
-            return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            if len(seed) != n:
-                raise ValueError(f"seed as a list must have num_envs={n} entries, got "
-                                 f"{len(seed)}")
-            bad = [i for i, x in enumerate(seed)
-                   if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
-            if bad:
-                raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
-                                 f"bad entries at env indices {_listed(np.array(bad))}")
-            given = np.array([x is not None for x in seed], dtype=bool)
-            values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
-            return values, given
-        raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
-                        f"{type(seed).__name__}")
+        return check_seed(seed, self.num_envs)
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
@@ -562,6 +541,36 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
 
 def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def check_seed(seed: Any, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-env seeds of ``reset(seed=...)``: values (uint64) and which envs got one.
+
+    ``None``: no env; an int ``s``: env i gets ``s + i`` (as ``SyncVectorEnv``); a list of
+    ``num_envs`` ints / ``None``. Shared by ``BatchEnv`` and ``ConcurrentVectorEnv``.
+    """
+    n = num_envs
+    if seed is None:
+        return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
+    if _is_int(seed):
+        seed = int(seed)
+        if not 0 <= seed <= MAX_SEED - n:
+            raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
+        return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        if len(seed) != n:
+            raise ValueError(f"seed as a list must have num_envs={n} entries, got "
+                             f"{len(seed)}")
+        bad = [i for i, x in enumerate(seed)
+               if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
+        if bad:
+            raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
+                             f"bad entries at env indices {_listed(np.array(bad))}")
+        given = np.array([x is not None for x in seed], dtype=bool)
+        values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
+        return values, given
+    raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
+                    f"{type(seed).__name__}")
 
 
 def _check_num_envs(num_envs: Any, n: Any) -> int:
