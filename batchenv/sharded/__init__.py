@@ -50,6 +50,7 @@ from batchenv.core import (
     _check_options,
     _is_int,
     batched_space,
+    check_seed,
 )
 from batchenv.sharded._errors import ShardError
 
@@ -216,8 +217,7 @@ class ShardedVectorEnv(VectorEnv):
         self._check_usable()
         self._drain()
         mask = _check_options(options, self.num_envs)
-        # validation only (BatchEnv's rules and messages)
-        BatchEnv._check_seed(self, seed)  # type: ignore[arg-type]
+        check_seed(seed, self.num_envs)  # validation only: BatchEnv's rules and messages
         if mask is not None and self._needs_reset:
             if not mask.all():
                 raise StepBeforeResetError(
