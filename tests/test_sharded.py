@@ -449,9 +449,11 @@ def test_make_passes_num_workers_and_backend() -> None:
 
 
 def test_counter_env_uneven_shards_keep_time_limits() -> None:
-    """The Gymnasium auto-reset counter env, per-env episode lengths across shards."""
+    """The Gymnasium auto-reset counter env, per-env episode lengths across shards; workers
+    started by "spawn" (the default elsewhere than Linux)."""
     max_count = np.arange(1, 8)
-    env = ShardedVectorEnv(CounterEnv, 7, num_workers=3, max_count=3, max_episode_steps=4)
+    env = ShardedVectorEnv(CounterEnv, 7, num_workers=3, max_count=3, max_episode_steps=4,
+                           start_method="spawn")
     ref = CounterEnv(7, max_count=3, max_episode_steps=4)
     try:
         assert np.array_equal(env.reset(seed=0)[0], ref.reset(seed=0)[0])
