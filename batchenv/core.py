@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import difflib
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +31,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from batchenv.random import MAX_SEED, BatchRandom, seed_keys
-from batchenv.state import State, from_records, put_rows, take_rows, to_records
+from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
@@ -46,6 +46,7 @@ BASE_FIELDS: list[tuple[str, Any]] = [
 _BASE_NAMES = {name for name, _ in BASE_FIELDS}
 _MAX_LISTED = 10  # env indices listed in an error message
 _USE_CLASS_DEFAULT: Any = object()
+S = TypeVar("S", bound=State)  # an env's state type: State, or its typed subclass
 #: The keys ``BatchEnv.reset(options=...)`` accepts.
 RESET_OPTIONS = ("reset_mask",)
 
@@ -65,10 +66,11 @@ def _listed(idx: np.ndarray) -> str:
     return f"[{shown}{more}]"
 
 
-class BatchEnv(VectorEnv):
+class BatchEnv(VectorEnv, Generic[S]):
     """Base class of batched environments: N games in one state, stepped by numpy kernels.
 
-    Subclasses set :attr:`state_dtype`, :attr:`single_action_space` and
+    Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,
+    which gives :attr:`state_dtype`) or :attr:`state_dtype`, :attr:`single_action_space` and
     :attr:`single_observation_space` (class attributes, or instance attributes set before
     calling ``super().__init__``) and implement the kernels :meth:`reset_envs`,
     :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`).
@@ -91,8 +93,13 @@ class BatchEnv(VectorEnv):
     :meth:`set_attr` sets the batch's attribute (per-env values must be equal).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
-    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`).
+    metadata: dict[str, Any] = {"render_modes": []}
+    #: The class of :attr:`state`: :class:`~batchenv.state.State`, or a subclass whose
+    #: annotations declare the fields (``ball_x: Field[np.float32]``); then
+    #: :attr:`state_dtype` is made from them and type checkers know the kernels' fields.
+    state_type: ClassVar[type[State]] = State
+    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`); made
+    #: from :attr:`state_type` when that declares fields and this is not given.
     state_dtype: ClassVar[np.dtype]
     #: Time limit used when the constructor is not given ``max_episode_steps``.
     default_max_episode_steps: ClassVar[int | None] = None
@@ -101,11 +108,6 @@ class BatchEnv(VectorEnv):
     #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
     #: NaN and inf always raise.
     box_action_bounds: ClassVar[str] = "clip"
-    #: True when :meth:`observe` writes every entry of ``out`` from the state alone. With
-    #: ``copy=True`` the base class then hands ``step`` a fresh array to fill and returns
-    #: it, instead of filling its buffer and copying that (one copy less per step). Leave
-    #: False when ``observe`` leaves entries alone or updates ``out`` incrementally.
-    observe_fills_out: ClassVar[bool] = False
     #: Names whose value on the batch already holds one entry per env (a sequence of
     #: ``num_envs``): :meth:`call` and :meth:`get_attr` return them as a tuple as they are,
     #: where any other attribute is one value shared by every env (see :meth:`call`).
@@ -113,6 +115,12 @@ class BatchEnv(VectorEnv):
     #: Per-env seed values of the current streams (see :attr:`np_random_seed`); None until
     #: drawn or given.
     _seed_values: np.ndarray | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.state_type is not State and "state_dtype" not in vars(cls) \
+                and "state_type" in vars(cls):
+            cls.state_dtype = schema(cls.state_type)
 
     def __init__(
         self,
@@ -141,7 +149,7 @@ class BatchEnv(VectorEnv):
         for attr in ("state_dtype", "single_action_space", "single_observation_space"):
             if getattr(self, attr, None) is None:
                 raise TypeError(f"{type(self).__name__} must define {attr}")
-        clash = _BASE_NAMES.intersection(self.state_dtype.names)
+        clash = _BASE_NAMES.intersection(self.state_dtype.names or ())
         if clash:
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
@@ -154,21 +162,20 @@ class BatchEnv(VectorEnv):
                                              self.box_action_bounds)
 
         n_envs = self.num_envs
-        self.state = State(self.full_state_dtype, n_envs)
+        self.state: S = cast(S, self.state_type(self.full_state_dtype, n_envs))
         space = self.single_observation_space
-        self._obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)
+        self._obs = np.zeros((n_envs, *(space.shape or ())), dtype=space.dtype)
         self._reward = np.zeros(n_envs, dtype=np.float64)
         self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
         self._terminated, self._truncated = self._flags
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
-        self._resetting: np.ndarray | None = None
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
 
     # ------------------------------------------------------------------ kernels (override)
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: S, rng: BatchRandom) -> None:
         """Fill every row of ``s`` with a start state, drawing randomness from ``rng``.
 
         ``s`` holds only the rows being reset (all of them, or the masked / finished ones);
@@ -176,32 +183,45 @@ class BatchEnv(VectorEnv):
         """
         raise NotImplementedError
 
-    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
-        """Fill rows ``rows`` of the full state ``s`` with start states; ``rng`` draws for
-        those rows only.
-
-        The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
-        back. Override it when a start state is a few fields, to write them at ``rows``
-        directly (it must draw exactly what ``reset_envs`` would, so that resets of a subset
-        and of the whole batch agree)."""
-        sub = take_rows(s, rows)
-        self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
-        put_rows(s, rows, sub)
-
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: S, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
-        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)``; they may
-        be buffers the env reuses. Time limits and auto-reset are the base class's job."""
+        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)`` (the base
+        class copies them: they may be buffers the env reuses). Time limits and auto-reset
+        are the base class's job."""
         raise NotImplementedError
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: S, out: np.ndarray) -> None:
         """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
         raise NotImplementedError
 
-    def render_envs(self, s: State) -> Sequence[Any]:
+    def render_envs(self, s: S) -> Sequence[Any] | np.ndarray:
         """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
         raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    # ------------------------------------------------------------------ making it fast
+    # Optional: a correct env needs none of this. docs/performance.md says what each saves
+    # on the shipped envs and how it was measured.
+
+    #: An instance attribute (set it after ``super().__init__``; default False): True when
+    #: :meth:`observe` writes every entry of ``out`` from the state alone. With ``copy=True``
+    #: the base class then lets ``observe`` fill a fresh array and returns it, instead of
+    #: filling its buffer and copying that. Leave it False when ``observe`` updates ``out``
+    #: incrementally (BatchPong's tiles and pixels).
+    observe_fills_out: bool = False
+
+    def reset_rows(self, s: S, rows: np.ndarray, rng: BatchRandom) -> None:
+        """Fill rows ``rows`` (sorted indices) of the full state ``s`` with start states;
+        ``rng`` draws for those rows only. The base class calls this for masked resets and
+        auto-resets.
+
+        The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
+        back. Override it when a start state is a few fields, to write them at ``rows``
+        directly; it must draw exactly what ``reset_envs`` would (the contract tests check
+        that resets of a subset and of the whole batch agree)."""
+        sub = take_rows(s, rows)
+        self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
+        put_rows(s, rows, sub)
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -263,17 +283,14 @@ class BatchEnv(VectorEnv):
         frozen = None
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
-        else:
-            self._resetting = waiting
 
-        try:
-            reward, terminated = self.step_envs(s, action, self._rng)
-        finally:
-            self._resetting = None
-        if reward is not self._reward:  # a kernel may have written into reward_buffer
+        reward, terminated = self.step_envs(s, action, self._rng)
+        if self.copy:  # the caller's copy, made straight from the kernel's array
+            reward = np.array(reward, dtype=np.float64)
+        else:  # copy=False: the caller sees the buffer
             np.copyto(self._reward, reward)
-        if terminated is not self._terminated:
-            np.copyto(self._terminated, terminated)
+            reward = self._reward
+        np.copyto(self._terminated, terminated)
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
             np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
@@ -284,7 +301,7 @@ class BatchEnv(VectorEnv):
                 put_rows(s, waiting, frozen)
             else:  # NEXT_STEP: this step resets them, ignoring their action
                 self._reset_subset(waiting)
-            self._reward[waiting] = 0.0
+            reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated
 
         mode = self.autoreset_mode
@@ -299,7 +316,7 @@ class BatchEnv(VectorEnv):
                 np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
         if not self.copy:
             self.observe(s, self._obs)
-            return self._obs, self._reward, self._terminated, self._truncated, info
+            return self._obs, reward, self._terminated, self._truncated, info
         if self.observe_fills_out:
             obs = np.empty_like(self._obs)
             self.observe(s, obs)
@@ -307,28 +324,7 @@ class BatchEnv(VectorEnv):
             self.observe(s, self._obs)
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
-        return obs, self._reward.copy(), terminated, truncated, info
-
-    @property
-    def resetting(self) -> np.ndarray | None:
-        """During :meth:`step_envs` in NEXT_STEP mode: the rows (sorted indices) that this
-        step resets right after the kernel, by ``reset_rows(s, resetting, rng)`` with this
-        very array; else None. A kernel may use it to prepare their start states together
-        with its own work (BatchPong draws their serves with its own in one call); what
-        ``reset_rows`` then writes must be what it would have written otherwise."""
-        return self._resetting
-
-    @property
-    def reward_buffer(self) -> np.ndarray:
-        """The base class's float64 reward buffer, ``(num_envs,)``: a kernel may write its
-        rewards here and return it from :meth:`step_envs`, which saves a copy."""
-        return self._reward
-
-    @property
-    def terminated_buffer(self) -> np.ndarray:
-        """The base class's bool ``terminated`` buffer, ``(num_envs,)``, as
-        :attr:`reward_buffer`."""
-        return self._terminated
+        return obs, reward, terminated, truncated, info
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
@@ -468,7 +464,7 @@ class BatchEnv(VectorEnv):
         if self.closed:
             raise ClosedEnvError(f"{type(self).__name__} is closed: make a new env")
 
-    def _reset_rows(self, s: State, rng: BatchRandom) -> None:
+    def _reset_rows(self, s: S, rng: BatchRandom) -> None:
         self.reset_envs(s, rng)
         s.elapsed_steps[...] = 0
         s.awaiting_reset[...] = False
@@ -635,7 +631,8 @@ def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
     return mask
 
 
-def _action_checker(space: gym.Space, num_envs: int, bounds: str):
+def _action_checker(space: gym.Space, num_envs: int, bounds: str
+                    ) -> Callable[[Any], np.ndarray]:
     """A function validating a batch of actions for ``space``; returns the action array."""
     if isinstance(space, spaces.Discrete):
         return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
@@ -654,7 +651,7 @@ def _bad_rows(bad: np.ndarray) -> np.ndarray:
 
 
 def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], kind: str,
-                      space: gym.Space):
+                      space: gym.Space) -> Callable[[Any], np.ndarray]:
     lo_min, hi_max = int(np.min(low)), int(np.max(high))
     uniform_bounds = low.size == 1 or (np.all(low == low.flat[0]) and np.all(high == hi_max))
 
@@ -667,7 +664,7 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
             raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
                              f"{kind} action space {space}, got shape {a.shape}")
         if lo_min == 0:  # negative ints view as huge unsigned ints; argmax: no reduction
-            u = a.view(a.dtype.str.replace("i", "u"))  # machinery, 3-4x cheaper than max()
+            u = a.view(a.dtype.str.replace("i", "u"))  # machinery (docs/performance.md)
             out_of_range = a.size and u.flat[u.argmax()] >= hi_max
         else:
             out_of_range = a.min() < lo_min or a.max() >= hi_max
@@ -683,7 +680,8 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
     return check
 
 
-def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
+def _box_checker(space: spaces.Box, num_envs: int, bounds: str
+                 ) -> Callable[[Any], np.ndarray]:
     shape = (num_envs, *space.shape)
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)

@@ -12,47 +12,66 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import VectorEnv
 
-__all__ = ["EnvEntry", "registry", "list_envs", "make", "register_envs", "VECTORIZATIONS"]
+__all__ = ["EnvEntry", "registry", "register", "list_envs", "make", "register_envs",
+           "VECTORIZATIONS"]
 
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One native env: its id, where its class lives, and its Gymnasium twin (if any)."""
+    """One native env id: where its class lives, the constructor keywords the id implies,
+    and its unbatched Gymnasium twin (if any). Made by :func:`register`."""
 
     id: str
     entry_point: str  # "module:Class"
     max_episode_steps: int | None
     gymnasium_id: str | None = None  # the unbatched Gymnasium env it reproduces
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # constructor keywords of the id
+    docs_page: str | None = None  # docs/envs/<docs_page>.md, generated from the docstring
 
     def load(self) -> type:
         module, name = self.entry_point.split(":")
         return getattr(importlib.import_module(module), name)
 
 
-_ENTRIES = [
-    EnvEntry("batchenv/Pong-v0", "batchenv.envs.pong:BatchPong", 10_000),
-    EnvEntry("batchenv/CartPole-v1", "batchenv.envs.cartpole:BatchCartPole", 500,
-             "CartPole-v1"),
-    EnvEntry("batchenv/MountainCar-v0", "batchenv.envs.mountain_car:BatchMountainCar", 200,
-             "MountainCar-v0"),
-    EnvEntry("batchenv/MountainCarContinuous-v0",
-             "batchenv.envs.continuous_mountain_car:BatchMountainCarContinuous", 999,
-             "MountainCarContinuous-v0"),
-    EnvEntry("batchenv/Acrobot-v1", "batchenv.envs.acrobot:BatchAcrobot", 500, "Acrobot-v1"),
-    EnvEntry("batchenv/Pendulum-v1", "batchenv.envs.pendulum:BatchPendulum", 200,
-             "Pendulum-v1"),
-]
+#: Native envs by id, in the order they were registered.
+registry: dict[str, EnvEntry] = {}
+_BY_GYMNASIUM_ID: dict[str, EnvEntry] = {}
+_CLASS_DEFAULT: Any = object()
 
-#: Native envs by id.
-registry: dict[str, EnvEntry] = {entry.id: entry for entry in _ENTRIES}
-_BY_GYMNASIUM_ID = {e.gymnasium_id: e for e in _ENTRIES if e.gymnasium_id}
+
+def register(cls: type, id: str, *, gymnasium_id: str | None = None,
+             kwargs: Mapping[str, Any] | None = None,
+             max_episode_steps: int | None = _CLASS_DEFAULT,
+             docs_page: str | None = None) -> EnvEntry:
+    """Declare the native env ``id``: the batched class ``cls`` built with ``kwargs``.
+
+    This one declaration is what ``batchenv.list_envs()``, ``batchenv.make`` (also by
+    ``gymnasium_id``, the id of the unbatched Gymnasium env it reproduces),
+    ``gymnasium.make_vec`` (after :func:`register_envs`), the contract tests
+    (``tests/test_contract.py``) and the generated pages (``docs/envs/generate.py``, when
+    ``docs_page`` is given) read. ``max_episode_steps`` defaults to the class's
+    ``default_max_episode_steps``. The native envs are declared in
+    ``batchenv/envs/__init__.py``; see ``docs/writing_envs.md``."""
+    if max_episode_steps is _CLASS_DEFAULT:
+        max_episode_steps = getattr(cls, "default_max_episode_steps", None)
+    entry = EnvEntry(id, f"{cls.__module__}:{cls.__qualname__}", max_episode_steps,
+                     gymnasium_id, dict(kwargs or {}), docs_page)
+    for taken, by in ((id, registry), (gymnasium_id, _BY_GYMNASIUM_ID)):
+        if taken is not None and taken in by and by[taken] != entry:
+            raise ValueError(f"register: {taken!r} is already declared by {by[taken]}")
+    registry[id] = entry
+    if gymnasium_id is not None:
+        _BY_GYMNASIUM_ID[gymnasium_id] = entry
+    return entry
+
 
 #: Values of ``make(..., vectorization=...)``.
 VECTORIZATIONS = ("native", "thread", "asyncio", "sync", "process")
@@ -108,7 +127,7 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
                          f"got {vectorization!r}")
     entry = _native_entry(env_id)
     if vectorization in (None, "native") and entry is not None:
-        env = entry.load()(num_envs=num_envs, **kwargs)
+        env = entry.load()(num_envs=num_envs, **{**entry.kwargs, **kwargs})
         env.spec = _spec_for(entry, num_envs, kwargs)
         return env
     if vectorization == "native":
@@ -139,12 +158,13 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
 
 
 def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> EnvSpec:
-    return dataclasses.replace(gym.spec(entry.id), kwargs={**kwargs, "num_envs": num_envs})
+    return dataclasses.replace(gym.spec(entry.id),
+                               kwargs={**entry.kwargs, **kwargs, "num_envs": num_envs})
 
 
 def register_envs() -> None:
     """Register every native env with Gymnasium (idempotent; done on ``import batchenv``)."""
-    for entry in _ENTRIES:
+    for entry in registry.values():
         if entry.id not in gym.registry:
             gym.register(id=entry.id, vector_entry_point=entry.entry_point,
-                         max_episode_steps=entry.max_episode_steps)
+                         max_episode_steps=entry.max_episode_steps, kwargs=dict(entry.kwargs))

@@ -256,7 +256,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         """The np random seeds of the sub-envs."""
         return self.get_attr("np_random_seed")
 
-    @property  # type: ignore[override, misc]
+    @property  # type: ignore[misc]
     def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
         """The numpy random generators of the sub-envs."""
         return self.get_attr("np_random")

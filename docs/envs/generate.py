@@ -1,4 +1,4 @@
-"""Write the classic-control env pages (docs/envs/*.md) from the classes' docstrings.
+"""Write the env pages (docs/envs/*.md) from the classes' docstrings.
 
     python docs/envs/generate.py          # rewrite the pages
     python docs/envs/generate.py --check  # exit 1 if a page is out of date
@@ -6,7 +6,8 @@
 The class docstring is the documentation (Gymnasium's sections: Description, Action Space,
 Observation Space, Rewards, Starting State, Episode End, Arguments, Differences from
 Gymnasium, Version History); this script adds a title, the ids, the state schema and the
-constructor's parameters. ``tests/test_classic_control.py`` checks the pages are in sync.
+constructor's parameters. The pages are those of the ids registered with ``docs_page=``
+(``batchenv/envs/__init__.py``); ``tests/test_classic_control.py`` checks they are in sync.
 """
 
 from __future__ import annotations
@@ -15,45 +16,46 @@ import argparse
 import dataclasses
 import inspect
 import sys
+import typing
 from pathlib import Path
 
 import numpy as np
 
 import batchenv
 from batchenv.core import BASE_FIELDS
-from batchenv.envs import (
-    AcrobotParams,
-    BatchAcrobot,
-    BatchCartPole,
-    BatchMountainCar,
-    BatchMountainCarContinuous,
-    BatchPendulum,
-    CartPoleParams,
-    MountainCarContinuousParams,
-    MountainCarParams,
-    PendulumParams,
-)
+from batchenv.registration import EnvEntry
 
 HERE = Path(__file__).resolve().parent
 
-#: page name -> (env class, its parameters dataclass)
-PAGES = {
-    "cartpole": (BatchCartPole, CartPoleParams),
-    "mountain_car": (BatchMountainCar, MountainCarParams),
-    "mountain_car_continuous": (BatchMountainCarContinuous, MountainCarContinuousParams),
-    "acrobot": (BatchAcrobot, AcrobotParams),
-    "pendulum": (BatchPendulum, PendulumParams),
-}
+
+def params_class(cls: type) -> type:
+    """The parameters dataclass of an env class: the type of its ``params=`` keyword."""
+    hint = typing.get_type_hints(cls.__init__)["params"]
+    return next(a for a in typing.get_args(hint) or (hint,) if dataclasses.is_dataclass(a))
 
 
-def _entry(cls: type) -> batchenv.registration.EnvEntry:
-    target = f"{cls.__module__}:{cls.__name__}"
-    return next(e for e in batchenv.registry.values() if e.entry_point == target)
+def pages() -> dict[str, list[EnvEntry]]:
+    """Page name -> the registered ids documented there (``register(..., docs_page=...)``)."""
+    out: dict[str, list[EnvEntry]] = {}
+    for entry in batchenv.registry.values():
+        if entry.docs_page:
+            out.setdefault(entry.docs_page, []).append(entry)
+    return out
+
+
+#: page name -> (env class, its parameters dataclass), read from the registry
+PAGES = {name: (entries[0].load(), params_class(entries[0].load()))
+         for name, entries in pages().items()}
+
+
+def _entries(cls: type) -> list[EnvEntry]:
+    target = f"{cls.__module__}:{cls.__qualname__}"
+    return [e for e in batchenv.registry.values() if e.entry_point == target and e.docs_page]
 
 
 def page(cls: type, params: type) -> str:
     """The markdown page of one env class."""
-    entry = _entry(cls)
+    entry, *others = _entries(cls)
     doc = inspect.cleandoc(cls.__doc__ or "")
     lines = [
         f"# {cls.__name__}",
@@ -65,6 +67,7 @@ def page(cls: type, params: type) -> str:
         f"`batchenv.make(\"{entry.gymnasium_id}\", num_envs=N)` or "
         f"`batchenv.{cls.__name__}(N)`; "
         f"default time limit {entry.max_episode_steps} steps.",
+        *[f"Also `{e.id}` (`{e.gymnasium_id}`): keywords {dict(e.kwargs)}." for e in others],
         "",
         doc,
         "",
