@@ -91,6 +91,7 @@ def _native_entry(env_id: str) -> EnvEntry | None:
 
 
 def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
+         num_workers: int | None = None, backend: str | None = None,
          **kwargs: Any) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env_id``.
 
@@ -107,7 +108,22 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
     except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
     ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
+
+    ``num_workers`` / ``backend`` (native envs only): a
+    :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
+    ``backend`` (``"process"``, the default, or ``"ray"``).
     """
+    if num_workers is not None or backend is not None:
+        entry = _native_entry(env_id)
+        if entry is None or vectorization not in (None, "native"):
+            raise ValueError(f"num_workers/backend shard a native batched env; {env_id!r} "
+                             f"with vectorization={vectorization!r} is not one")
+        from batchenv.sharded import ShardedVectorEnv
+
+        env = ShardedVectorEnv(entry.load(), num_envs, num_workers=num_workers or 1,
+                               backend=backend or "process", **kwargs)
+        env.spec = _spec_for(entry, num_envs, kwargs)
+        return env
     if vectorization is not None and vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
                          f"got {vectorization!r}")
