@@ -17,6 +17,7 @@ call-by-call semantics of each auto-reset mode.
 from __future__ import annotations
 
 import difflib
+import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
@@ -86,6 +87,9 @@ class BatchEnv(VectorEnv, Generic[S]):
         validate: check every action (shape, dtype, range, NaN/inf). ``False`` skips the
             checks for speed; invalid actions then have undefined results.
         render_mode: one of ``metadata["render_modes"]`` or ``None``.
+        debug: check what every kernel produces and raise naming the method and the field
+            (:mod:`batchenv.debug`); ``None`` (default): on when the environment variable
+            ``BATCHENV_DEBUG`` is set to anything but ``""``/``"0"``. Off costs nothing.
 
     ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
     per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
@@ -132,6 +136,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         copy: bool = True,
         validate: bool = True,
         render_mode: str | None = None,
+        debug: bool | None = None,
     ) -> None:
         self.num_envs = _check_num_envs(num_envs, n)
         self.autoreset_mode = _check_autoreset_mode(autoreset_mode)
@@ -152,6 +157,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         clash = _BASE_NAMES.intersection(self.state_dtype.names or ())
         if clash:
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
+        _check_observation_space(self.single_observation_space)
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
         self.action_space = batched_space(self.single_action_space, self.num_envs)
         self.observation_space = batched_space(self.single_observation_space, self.num_envs)
@@ -173,6 +179,13 @@ class BatchEnv(VectorEnv, Generic[S]):
         self._seeded = False
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
+        if debug is None:
+            debug = os.environ.get("BATCHENV_DEBUG", "") not in ("", "0")
+        self.debug = bool(debug)
+        if self.debug:
+            from batchenv.debug import install
+
+            install(self)
 
     # ------------------------------------------------------------------ kernels (override)
     def reset_envs(self, s: S, rng: BatchRandom) -> None:
@@ -181,7 +194,10 @@ class BatchEnv(VectorEnv, Generic[S]):
         ``s`` holds only the rows being reset (all of them, or the masked / finished ones);
         its base columns (``elapsed_steps``, ...) are handled by the base class.
         """
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement reset_envs(self, s, rng): write a start "
+            f"state into every row of s (fields in place: s.x[:] = ...), drawing only from "
+            f"rng; see docs/first_env.md")
 
     def step_envs(self, s: S, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -189,11 +205,17 @@ class BatchEnv(VectorEnv, Generic[S]):
         per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)`` (the base
         class copies them: they may be buffers the env reuses). Time limits and auto-reset
         are the base class's job."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement step_envs(self, s, action, rng): advance "
+            f"every row of s in place and return (reward, terminated), two arrays of shape "
+            f"(num_envs,); see docs/first_env.md")
 
     def observe(self, s: S, out: np.ndarray) -> None:
         """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement observe(self, s, out): write the "
+            f"observation of every row of s into every entry of out (out[:] = ...; do not "
+            f"return it); see docs/first_env.md")
 
     def render_envs(self, s: S) -> Sequence[Any] | np.ndarray:
         """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
@@ -275,7 +297,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         if self._needs_reset:
             self._check_open()
             raise StepBeforeResetError("step() called before reset(): call reset() first")
-        action = self._action_check(actions) if self.validate else np.asarray(actions)
+        action = self._action_check(actions) if self.validate else _read_only(actions)
         s = self.state
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
@@ -284,13 +306,29 @@ class BatchEnv(VectorEnv, Generic[S]):
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
 
-        reward, terminated = self.step_envs(s, action, self._rng)
-        if self.copy:  # the caller's copy, made straight from the kernel's array
-            reward = np.array(reward, dtype=np.float64)
-        else:  # copy=False: the caller sees the buffer
-            np.copyto(self._reward, reward)
-            reward = self._reward
-        np.copyto(self._terminated, terminated)
+        try:
+            result = self.step_envs(s, action, self._rng)
+        except ValueError as e:
+            if "read-only" in str(e):
+                raise ValueError(f"step_envs wrote into a read-only array ({e}): the action "
+                                 f"is read-only, so that the caller's array never changes; "
+                                 f"compute into a new array (a = action.astype(...), "
+                                 f"action + 1, ...)") from e
+            raise
+        try:
+            reward, terminated = result
+            if self.copy:  # the caller's copy, made straight from the kernel's array
+                reward = np.array(reward, dtype=np.float64)
+                if reward.shape != self._reward.shape:
+                    raise ValueError(f"reward has shape {reward.shape}")
+            else:  # copy=False: the caller sees the buffer
+                if np.shape(reward) != self._reward.shape:  # no silent broadcast of a scalar
+                    raise ValueError(f"reward has shape {np.shape(reward)}")
+                np.copyto(self._reward, reward)
+                reward = self._reward
+            np.copyto(self._terminated, terminated)
+        except (TypeError, ValueError) as e:
+            raise TypeError(_bad_step_return(result, self.num_envs, e)) from None
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
             np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
@@ -437,6 +475,7 @@ class BatchEnv(VectorEnv, Generic[S]):
             if states.shape != (self.num_envs,):
                 raise ValueError(f"set_state: states must have shape ({self.num_envs},), "
                                  f"got {states.shape}")
+            self._check_state_values(states, np.arange(self.num_envs))
             from_records(self.state, states)
             self._needs_reset = False
         else:
@@ -451,10 +490,37 @@ class BatchEnv(VectorEnv, Generic[S]):
             if self._needs_reset:
                 raise StepBeforeResetError("set_state with a mask needs a full reset() or "
                                            "set_state() first")
+            self._check_state_values(states, idx)
             from_records(self.state, states, idx)
         self._seeded = True
         self.observe(self.state, self._obs)
         return self._obs.copy()
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """The env's own invariants, checked by :meth:`set_state` before it writes anything.
+
+        ``states``: the records being set (``full_state_dtype``). Return ``{problem: bad}``,
+        ``bad`` a bool array over the records (True where the problem occurs), e.g.
+        ``{"score outside [0, 21]": (states["score"] < 0) | (states["score"] > 21)}``;
+        the base class raises ``ValueError`` naming the env indices. NaN/inf in float
+        fields are always rejected. Default: no invariants."""
+        return {}
+
+    def _check_state_values(self, states: np.ndarray, env_idx: np.ndarray) -> None:
+        problems: dict[str, Any] = {}
+        for name in self.state_dtype.names or ():
+            col = states[name]
+            if col.dtype.kind in "fc":
+                problems[f"field {name!r} is NaN or inf"] = ~np.isfinite(col)
+        problems.update(self.check_state(states))
+        found = []
+        for what, bad in problems.items():
+            bad = np.asarray(bad, dtype=bool).reshape(len(states), -1).any(axis=1)
+            if bad.any():
+                found.append(f"{what} at env indices {_listed(env_idx[bad])}")
+        if found:
+            raise ValueError("set_state: states rejected (nothing was changed): "
+                             + "; ".join(found))
 
     # ------------------------------------------------------------------ helpers
     def _out(self, array: np.ndarray) -> np.ndarray:
@@ -505,6 +571,11 @@ class BatchEnv(VectorEnv, Generic[S]):
         d = self.__dict__.copy()
         for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated"):  # rebuilt below
             d.pop(rebuilt, None)
+        if d.get("debug"):  # the checking wrappers are closures: installed again below
+            from batchenv.debug import KERNELS
+
+            for name in KERNELS:
+                d.pop(name, None)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
@@ -513,6 +584,45 @@ class BatchEnv(VectorEnv, Generic[S]):
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = _action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
+        if d.get("debug"):
+            from batchenv.debug import install
+
+            install(self)
+
+
+def field_outside(states: np.ndarray, name: str, low: float, high: float
+                  ) -> tuple[str, np.ndarray]:
+    """``(problem, bad)`` for :meth:`BatchEnv.check_state`: records whose field ``name`` is
+    outside ``[low, high]``, the bounds taken in the field's own dtype (float32 -1.2 is not
+    below -1.2)."""
+    col = states[name]
+    lo, hi = np.asarray(low).astype(col.dtype), np.asarray(high).astype(col.dtype)
+    return f"{name} outside [{low:g}, {high:g}]", (col < lo) | (col > hi)
+
+
+def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
+    if isinstance(result, tuple) and len(result) == 2:
+        got = ", ".join(f"{type(x).__name__} of dtype {np.asarray(x).dtype} and shape "
+                        f"{np.shape(x)}" for x in result)
+        problem = f"got ({got}): {error}"
+    else:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        problem = f"got {type(result).__name__}{size}"
+    return (f"step_envs must return (reward, terminated): two arrays of shape ({num_envs},), "
+            f"numbers and bools; {problem}")
+
+
+#: Observation spaces BatchEnv stores in one array per batch.
+_OBS_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def _check_observation_space(space: Any) -> None:
+    if not isinstance(space, _OBS_SPACES):
+        raise TypeError(
+            f"single_observation_space of type {type(space).__name__} is not supported (yet): "
+            f"use a Box (put the parts side by side in one array; "
+            f"gymnasium.spaces.flatten_space shows the layout), Discrete, MultiDiscrete or "
+            f"MultiBinary; got {space}")
 
 
 def batched_space(space: gym.Space, n: int) -> gym.Space:
@@ -533,6 +643,12 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box.low_repr = box.high_repr = None
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
+
+
+def _read_only(actions: Any) -> np.ndarray:
+    a = np.asarray(actions).view()
+    a.flags.writeable = False
+    return a
 
 
 def _is_int(x: Any) -> bool:
@@ -675,6 +791,8 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
                 raise ValueError(f"actions out of range for {space} (valid: {low} <= a < "
                                  f"{high}) at env indices {_listed(rows)}: "
                                  f"{a[rows[:_MAX_LISTED]].tolist()}")
+        a = a.view()  # the kernel's view cannot change the caller's array
+        a.flags.writeable = False
         return a
 
     return check
@@ -686,6 +804,8 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)
     buffer = np.zeros(shape, dtype=space.dtype)
+    read_only = buffer.view()  # what the kernel gets: it cannot change the actions
+    read_only.flags.writeable = False
     integer_box = space.dtype.kind in "iu"
     dtype_range = np.iinfo(space.dtype.name) if integer_box else None
     lowest, highest = (int(dtype_range.min), int(dtype_range.max)) if dtype_range else (0, 0)
@@ -733,6 +853,6 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str
             np.copyto(buffer, a, casting="unsafe")
         if bounds == "clip":
             np.clip(buffer, low, high, out=buffer)
-        return buffer
+        return read_only
 
     return check

@@ -91,13 +91,16 @@ def _native_entry(env_id: str) -> EnvEntry | None:
 
 
 def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
+         num_workers: int | None = None, backend: str | None = None,
          **kwargs: Any) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env_id``.
 
     ``vectorization``:
         ``None`` — the native batched env if batchenv has one for ``env_id`` (its own id,
         e.g. "batchenv/Pong-v0", or the Gymnasium id it reproduces, e.g. "CartPole-v1"),
-        otherwise ``"thread"``;
+        or the env of an id registered with ``gymnasium.register(id,
+        vector_entry_point=..., max_episode_steps=...)`` (your own batched env), otherwise
+        ``"thread"``;
         ``"native"`` — the batched env (``ValueError`` if there is none);
         ``"thread"`` / ``"asyncio"`` — ``ConcurrentVectorEnv`` over ``gymnasium.make`` copies;
         ``"sync"`` / ``"process"`` — Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv``.
@@ -105,7 +108,22 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
     except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
     ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
+
+    ``num_workers`` / ``backend`` (native envs only): a
+    :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
+    ``backend`` (``"process"``, the default, or ``"ray"``).
     """
+    if num_workers is not None or backend is not None:
+        entry = _native_entry(env_id)
+        if entry is None or vectorization not in (None, "native"):
+            raise ValueError(f"num_workers/backend shard a native batched env; {env_id!r} "
+                             f"with vectorization={vectorization!r} is not one")
+        from batchenv.sharded import ShardedVectorEnv
+
+        env = ShardedVectorEnv(entry.load(), num_envs, num_workers=num_workers or 1,
+                               backend=backend or "process", **kwargs)
+        env.spec = _spec_for(entry, num_envs, kwargs)
+        return env
     if vectorization is not None and vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
                          f"got {vectorization!r}")
@@ -114,9 +132,16 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
         env = entry.load()(num_envs=num_envs, **{**entry.kwargs, **kwargs})
         env.spec = _spec_for(entry, num_envs, kwargs)
         return env
+    spec = gym.registry.get(env_id)
+    if vectorization in (None, "native") and spec is not None and spec.vector_entry_point:
+        # an id registered with gymnasium.register(id, vector_entry_point=...): a third-party
+        # batched env (docs/first_env.md); make_vec applies its max_episode_steps
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                            **kwargs)
     if vectorization == "native":
         raise ValueError(f"batchenv has no native batched env for {env_id!r}; native envs: "
-                         f"{list_envs()} (and their Gymnasium ids)")
+                         f"{list_envs()} (and their Gymnasium ids), and ids registered with "
+                         f"gymnasium.register(id, vector_entry_point=...)")
     gym_id = entry.gymnasium_id if entry is not None and entry.gymnasium_id else env_id
     if gym_id.startswith("batchenv/"):
         raise ValueError(f"{env_id!r} exists only as a batched env; use vectorization=None "

@@ -21,6 +21,7 @@ the dtype: the fields are plain instance attributes either way.
 
 from __future__ import annotations
 
+import sys
 import typing
 from collections.abc import Iterator
 from typing import Annotated, Any, TypeVar
@@ -71,17 +72,34 @@ class State:
         for name in self._dtype.names:
             if name not in self._slots:
                 field = fields[name][0]
-                setattr(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
+                _bind(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
 
     def _bind(self) -> None:
         for name, (key, row) in self._slots.items():
-            setattr(self, name, self._blocks[key][row])
+            _bind(self, name, self._blocks[key][row])
         self._views: dict[tuple[str, ...], np.ndarray] = {}  # fields_view's, made once
 
     @classmethod
     def schema(cls) -> np.dtype:
         """This class's fields as a structured dtype (:func:`schema`)."""
         return schema(cls)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # `s.x += v` rebinds s.x to the very same array: nothing to do. Any other binding
+        # would leave the batch's storage behind (the base class would never see it).
+        if self.__dict__.get(name) is value:
+            return
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        if name in self._names():
+            caller = sys._getframe(1).f_code.co_name  # the kernel, for the message
+            raise AttributeError(
+                f"State field {name!r} cannot be rebound (s.{name} = ..., in {caller}): update "
+                f"it in place, e.g. s.{name}[:] = ..., s.{name} += ..., "
+                f"np.add(a, b, out=s.{name})")
+        raise AttributeError(f"State has no field {name!r}; its fields: "
+                             f"{list(self._names())}")
 
     def __len__(self) -> int:
         return self._size
@@ -98,6 +116,9 @@ class State:
 
     def _names(self) -> tuple[str, ...]:
         return self._dtype.names or ()
+
+
+_bind = object.__setattr__  # binds a field's array (the State's own __setattr__ refuses)
 
 
 def _from_records_new(rec: np.ndarray, cls: type[State] = State) -> State:
@@ -166,7 +187,7 @@ def take_rows(s: _S, idx: np.ndarray) -> _S:
     out._blocks = {key: block[:, idx] for key, block in s._blocks.items()}
     out._bind()
     for name in _others(s):
-        setattr(out, name, getattr(s, name)[idx])
+        _bind(out, name, getattr(s, name)[idx])
     return out
 
 

@@ -34,6 +34,7 @@ from batchenv.envs import (
     CartPoleParams,
     PendulumParams,
 )
+from batchenv.state import from_records
 
 N = 64
 
@@ -619,7 +620,8 @@ def test_edge_states_step_like_gymnasium(gym_id):
     for i, (state, _) in enumerate(rows):
         for name, value in zip(case.fields, state):
             records[name][i] = value
-    ours.set_state(records)
+    # written past set_state, which rejects states beyond Gymnasium's bounds (some rows are)
+    from_records(ours.state, records)
     if isinstance(space, gym.spaces.Discrete):
         batch = np.array([a for _, a in rows])
     else:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from batchenv.core import BatchEnv
+from batchenv.core import BatchEnv, field_outside
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
@@ -58,6 +58,15 @@ class ClassicControlEnv(BatchEnv[S], Generic[S]):
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
         self.observe_fills_out = True  # every env's observe writes all its columns
+
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """``{field: (low, high)}``: Gymnasium's bounds on state fields (where the env clips
+        or wraps to them); :meth:`set_state` rejects records outside them."""
+        return {}
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        return dict(field_outside(states, name, low, high)
+                    for name, (low, high) in self.state_bounds().items())
 
     def reset_rows(self, s: S, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         raise NotImplementedError

@@ -156,6 +156,12 @@ class BatchAcrobot(ClassicControlEnv[AcrobotState]):
         self._step_reward = np.zeros(n)
 
     # ---------------------------------------------------------------- kernels
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"theta1": (-np.pi, np.pi), "theta2": (-np.pi, np.pi),
+                "dtheta1": (-p.MAX_VEL_1, p.MAX_VEL_1), "dtheta2": (-p.MAX_VEL_2, p.MAX_VEL_2)}
+
     def reset_rows(self, s: AcrobotState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         draws = rng.uniform(p.reset_low, p.reset_high, (4,)).T

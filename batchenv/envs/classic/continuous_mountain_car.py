@@ -158,6 +158,12 @@ class BatchMountainCarContinuous(ClassicControlEnv[MountainCarContinuousState]):
         self._bonus = np.zeros(n, dtype=np.float64)
 
     # ---------------------------------------------------------------- kernels
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"position": (p.min_position, p.max_position),
+                "velocity": (-p.max_speed, p.max_speed)}
+
     def reset_rows(self, s: MountainCarContinuousState, rows: np.ndarray | slice,
                    rng: BatchRandom) -> None:
         p = self.params

@@ -145,6 +145,12 @@ class BatchMountainCar(ClassicControlEnv[MountainCarState]):
         self._step_reward = np.full(n, -1.0)
 
     # ---------------------------------------------------------------- kernels
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"position": (p.min_position, p.max_position),
+                "velocity": (-p.max_speed, p.max_speed)}
+
     def reset_rows(self, s: MountainCarState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         s.position[rows] = rng.uniform(p.reset_low, p.reset_high)

@@ -136,6 +136,11 @@ class BatchPendulum(ClassicControlEnv[PendulumState]):
         self._never = np.zeros(n, dtype=np.bool_)
 
     # ---------------------------------------------------------------- kernels
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"thdot": (-p.max_speed, p.max_speed)}
+
     def reset_rows(self, s: PendulumState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         draws = rng.uniform(np.array([-p.x_init, -p.y_init]), np.array([p.x_init, p.y_init]),
@@ -149,7 +154,7 @@ class BatchPendulum(ClassicControlEnv[PendulumState]):
                   ) -> tuple[np.ndarray, np.ndarray]:
         k = self._k
         u = self._u
-        np.clip(action[:, 0], k.minus_max_torque, k.max_torque, out=u)
+        u[:] = action[:, 0]  # clipped to [-max_torque, max_torque] by the base class
         swing_cost(s, u, k, self._u2, self._work, self._step_reward)
         swing(s, u, k, self._u2, self._work[0])
         return self._step_reward, self._never

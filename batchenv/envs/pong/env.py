@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from batchenv.core import BatchEnv, StepBeforeResetError
+from batchenv.core import BatchEnv, StepBeforeResetError, field_outside
 from batchenv.envs.pong.raster import (
     PALETTE,
     Layout,
@@ -258,6 +258,25 @@ class BatchPong(BatchEnv[PongState]):
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
         self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """What :meth:`set_state` rejects besides NaN/inf: a ball or paddle off the court,
+        scores outside [0, points_to_win], sticky actions outside the action space."""
+        p = self.params
+        n_actions = 3  # Discrete(3) per paddle, in every mode
+
+        def outside(name: str, low: float, high: float) -> tuple[str, np.ndarray]:
+            return field_outside(states, name, low, high)
+
+        return dict([
+            outside("ball_x", 0, p.width - 1), outside("ball_y", 0, p.top_wall),
+            outside("ball_vx", -p.ball_speed, p.ball_speed),
+            outside("left_y", p.paddle_min, p.paddle_max),
+            outside("right_y", p.paddle_min, p.paddle_max),
+            outside("ball_vy", -p.max_ball_vy, p.max_ball_vy),
+            outside("score_left", 0, p.points_to_win), outside("score_right", 0, p.points_to_win),
+            outside("action_left", 0, n_actions - 1), outside("action_right", 0, n_actions - 1),
+        ])
 
     def _scale(self, raw: np.ndarray) -> np.ndarray:
         return raw * self._obs_scale + self._obs_offset

@@ -72,4 +72,4 @@ class NullEnv(BatchEnv):
         return self._zeros, self._never
 
     def observe(self, s: State, out: np.ndarray) -> None:
-        pass
+        out.fill(0)  # every entry, every call: the buffer may be fresh
