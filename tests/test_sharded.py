@@ -482,7 +482,6 @@ def _load_ppo():
 def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
     """The example's EpisodeStats (for collect / double-buffer, fed by halves) against
     Gymnasium's RecordEpisodeStatistics on the same run."""
-    pytest.importorskip("torch")
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
     ppo = _load_ppo()
@@ -511,9 +510,7 @@ def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
 
 @pytest.mark.parametrize("rollout", ["collect", "double-buffer"])
 def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("tqdm")
-    ppo = _load_ppo()
+    ppo = _load_ppo()  # needs the examples extra (torch, tqdm), part of `test`
     csv_path = tmp_path / "pong.csv"
     summary = ppo.main(["--workers", "2", "--rollout", rollout, "--num-envs", "16",
                         "--num-steps", "32", "--total-steps", "2048", "--num-minibatches", "2",

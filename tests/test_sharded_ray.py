@@ -10,11 +10,10 @@ import time
 
 import numpy as np
 import pytest
+import ray  # the `ray` extra (in `test`): pip install batchenv[ray]
+from gymnasium.vector import AutoresetMode
 
-ray = pytest.importorskip("ray")  # the optional extra: pip install batchenv[ray]
-from gymnasium.vector import AutoresetMode  # noqa: E402
-
-from batchenv import BatchPong, ShardedVectorEnv, ShardError  # noqa: E402
+from batchenv import BatchPong, ShardedVectorEnv, ShardError
 
 N = 21
 EPISODE = 30
