@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["main", "build_parser", "bench_pong"]
 
@@ -34,7 +35,8 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
 
     cases = [("state", True, n) for n in sizes]
     cases += [("tiles", True, 4096), ("pixels", True, 4096), ("pixels", False, 4096)]
-    keep, steppers = [], {}
+    keep: list[Any] = []
+    steppers: dict[Any, Callable[[int], None]] = {}
     keep.append(b.plain_games(1))
     steppers["plain"] = b.loop_stepper(keep[-1])
     if ale and b.ale_available():

@@ -241,7 +241,7 @@ class ReferencePong:
         self.max_episode_steps = max_episode_steps
         self.autoreset_mode = str(getattr(autoreset_mode, "value", autoreset_mode))
         self.tile_layout = tile_geometry(p)
-        self.pixel_layout = pixel_geometry(p, tuple(pixel_shape))
+        self.pixel_layout = pixel_geometry(p, (int(pixel_shape[0]), int(pixel_shape[1])))
         self.render_layout = render_geometry(p, render_scale)
         mid = p.top_wall / 2
         centre = [(p.width - 1) / 2, mid, 0, 0, mid, mid]
