@@ -106,7 +106,10 @@ def check_killed_actor() -> None:
 class TestLocalRay:
     @pytest.fixture(scope="class", autouse=True)
     def local_ray(self):
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        if ray.is_initialized():  # a Ray instance another test (or a docs example) left running
+            ray.shutdown()
+        # address="local": a new instance, never a cluster some other process left running
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         yield
         ray.shutdown()
 
@@ -135,6 +138,9 @@ class TestTwoNodeCluster:
     @pytest.fixture(scope="class", autouse=True)
     def cluster(self):
         from ray.cluster_utils import Cluster
+
+        if ray.is_initialized():
+            ray.shutdown()
 
         cluster = Cluster(initialize_head=True,
                           head_node_args={"num_cpus": 1, "include_dashboard": False})
