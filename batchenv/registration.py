@@ -30,6 +30,7 @@ class EnvEntry:
     entry_point: str  # "module:Class"
     max_episode_steps: int | None
     gymnasium_id: str | None = None  # the unbatched Gymnasium env it reproduces
+    kwargs: tuple[tuple[str, Any], ...] = ()  # constructor arguments this id fixes
 
     def load(self) -> type:
         module, name = self.entry_point.split(":")
@@ -48,6 +49,12 @@ _ENTRIES = [
     EnvEntry("batchenv/Acrobot-v1", "batchenv.envs.acrobot:BatchAcrobot", 500, "Acrobot-v1"),
     EnvEntry("batchenv/Pendulum-v1", "batchenv.envs.pendulum:BatchPendulum", 200,
              "Pendulum-v1"),
+    # MinAtar (batchenv/envs/minatar/): -v0 all 6 actions, -v1 MinAtar's minimal action set,
+    # as MinAtar's own Gymnasium ids MinAtar/<Game>-v0/-v1 (minatar/gym.py); no time limit
+    *(EnvEntry(f"batchenv/MinAtar-{name}-v{v}", f"batchenv.envs.minatar.{module}:Batch{name}",
+               None, f"MinAtar/{name}-v{v}", (("minimal_action_set", bool(v)),))
+      for module, name in [("breakout", "Breakout")]
+      for v in (0, 1)),
 ]
 
 #: Native envs by id.
@@ -92,7 +99,7 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
                          f"got {vectorization!r}")
     entry = _native_entry(env_id)
     if vectorization in (None, "native") and entry is not None:
-        env = entry.load()(num_envs=num_envs, **kwargs)
+        env = entry.load()(num_envs=num_envs, **{**dict(entry.kwargs), **kwargs})
         env.spec = _spec_for(entry, num_envs, kwargs)
         return env
     if vectorization == "native":
@@ -123,7 +130,8 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
 
 
 def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> EnvSpec:
-    return dataclasses.replace(gym.spec(entry.id), kwargs={**kwargs, "num_envs": num_envs})
+    return dataclasses.replace(gym.spec(entry.id), kwargs={**dict(entry.kwargs), **kwargs,
+                                                              "num_envs": num_envs})
 
 
 def register_envs() -> None:
@@ -131,4 +139,4 @@ def register_envs() -> None:
     for entry in _ENTRIES:
         if entry.id not in gym.registry:
             gym.register(id=entry.id, vector_entry_point=entry.entry_point,
-                         max_episode_steps=entry.max_episode_steps)
+                         max_episode_steps=entry.max_episode_steps, kwargs=dict(entry.kwargs))

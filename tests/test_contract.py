@@ -267,7 +267,9 @@ def wrappers_for(env):
             "ReshapeObservation": lambda e: vw.ReshapeObservation(
                 e, (int(np.prod(obs_space.shape)),)),
         })
-        if np.isfinite(obs_space.low).all() and np.isfinite(obs_space.high).all():
+        # RescaleObservation needs numbers it can scale: not bool observations (MinAtar)
+        if (obs_space.dtype != np.bool_ and np.isfinite(obs_space.low).all()
+                and np.isfinite(obs_space.high).all()):
             out["RescaleObservation"] = lambda e: vw.RescaleObservation(e, -2.0, 2.0)
     if isinstance(act_space, spaces.Box):
         out["ClipAction"] = vw.ClipAction

@@ -6,6 +6,7 @@ from batchenv.envs.continuous_mountain_car import (
     BatchMountainCarContinuous,
     MountainCarContinuousParams,
 )
+from batchenv.envs.minatar import BatchBreakout
 from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
@@ -13,6 +14,7 @@ from batchenv.envs.pong import BatchPong, PongParams
 __all__ = [
     "AcrobotParams",
     "BatchAcrobot",
+    "BatchBreakout",
     "BatchCartPole",
     "BatchMountainCar",
     "BatchMountainCarContinuous",

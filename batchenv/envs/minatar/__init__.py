@@ -1,0 +1,6 @@
+"""MinAtar's games (Young & Tian, 2019; the ``minatar`` package 1.0.15), batched: one module
+per game, the shared pieces in ``_base.py``. See ``docs/minatar.md``."""
+
+from batchenv.envs.minatar.breakout import BatchBreakout
+
+__all__ = ["BatchBreakout"]

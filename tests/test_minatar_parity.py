@@ -1,0 +1,60 @@
+"""Step-exact parity of batchenv's MinAtar games with the ``minatar`` package (1.0.15): the
+harness and the mapping of random words are described in ``tests/minatar_parity.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("minatar")
+
+from minatar_parity import Game, random_policy, run  # noqa: E402
+
+from batchenv.envs.minatar import BatchBreakout  # noqa: E402
+
+STICKY = ("environment.py", "act", "rand", 0)  # Environment.act's sticky draw: step word 0
+
+BREAKOUT = Game("breakout", {STICKY: 0}, {("breakout.py", "reset", "randint", 0): 0})
+
+
+def breakout_tracker(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    """Move the paddle (action 1 left, 3 right) to where the falling ball will reach row 8
+    (its direction from the trail channel), or under the rising ball; 3% random actions."""
+    n = len(obs)
+    ball_y, ball_x = np.divmod(obs[..., 1].reshape(n, -1).argmax(axis=1), 10)
+    trail_y, trail_x = np.divmod(obs[..., 2].reshape(n, -1).argmax(axis=1), 10)
+    dx = np.sign(ball_x - trail_x)
+    target = ball_x.copy()
+    falling = ball_y > trail_y
+    for _ in range(9):  # follow the diagonal down to row 8, off the side walls
+        moving = falling & (ball_y < 8)
+        target = np.where(moving, target + dx, target)
+        wall = moving & ((target < 0) | (target > 9))
+        dx = np.where(wall, -dx, dx)
+        target = np.clip(target, 0, 9)
+        ball_y = np.where(moving, ball_y + 1, ball_y)
+    paddle_x = obs[:, 9, :, 0].argmax(axis=1)
+    action = np.where(target < paddle_x, 1, np.where(target > paddle_x, 3, 0))
+    noise = rng.rand(n) < 0.03
+    return np.where(noise, rng.randint(6, size=n), action)
+
+
+@pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
+def test_breakout_random_policy(sticky):
+    env = BatchBreakout(128, sticky_action_prob=sticky)
+    res = run(env, BREAKOUT, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
+    assert res.steps == 128 * 300 and res.episodes > 200 and res.reward > 0
+    assert (res.sticky_repeats > 0) == (sticky > 0)
+
+
+@pytest.mark.parametrize("sticky", [0.1, 0.0])
+def test_breakout_scripted_policy_clears_walls(sticky):
+    env = BatchBreakout(64, sticky_action_prob=sticky)
+    res = run(env, BREAKOUT, 600, breakout_tracker, seed=77, rng=np.random.RandomState(1))
+    # long episodes: walls of 30 bricks cleared and rebuilt (a return above 30)
+    assert max(res.returns) > 30 and max(res.lengths) > 200
+
+
+def test_breakout_minimal_action_set():
+    env = BatchBreakout(64, minimal_action_set=True)
+    run(env, BREAKOUT, 200, random_policy(3), seed=5, rng=np.random.RandomState(2))
