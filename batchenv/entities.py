@@ -82,7 +82,7 @@ class Grid:
         """Flat indices into ``out.reshape(-1)`` of cells ``(row, y, x, channel)``."""
         base = self.row_base if y.ndim == 1 else self._row_base_col
         flat = np.multiply(y, self.y_stride, dtype=np.intp)  # no int8 overflow
-        flat += base
+        flat = np.add(flat, base)  # y may be one row (1, k) for all envs
         if self.x_stride == 1:
             flat += x
         else:

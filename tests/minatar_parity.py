@@ -66,18 +66,18 @@ class StandIn:
     """A stand-in for ``np.random.RandomState``: values from preloaded words, by call site."""
 
     def __init__(self) -> None:
-        self.words: list[int] = []
+        self.key = self.counter = self.count = 0
         self.table: dict[Site, int] = {}
         self.calls: collections.Counter = collections.Counter()
         self.used: set[int] = set()
 
     def load(self, table: dict[Site, int], key: int, counter: int, count: int) -> None:
         self.table = table
-        self.words = [word(key, counter, j) for j in range(count)]
+        self.key, self.counter, self.count = key, counter, count  # words made on demand
         self.calls.clear()
         self.used = set()
 
-    def _slots(self, method: str, size: int) -> list[int]:
+    def _words(self, method: str, size: int) -> list[int]:
         frame = sys._getframe(2)
         where = (os.path.basename(frame.f_code.co_filename), frame.f_code.co_name, method)
         k = self.calls[where]
@@ -87,25 +87,23 @@ class StandIn:
             raise AssertionError(f"the reference drew at an unmapped call site {site}")
         first = self.table[site]
         slots = list(range(first, first + size))
-        if self.used.intersection(slots) or slots[-1] >= len(self.words):
+        if self.used.intersection(slots) or slots[-1] >= self.count:
             raise AssertionError(f"call site {site}: words {slots} reused or out of range")
         self.used.update(slots)
-        return slots
+        return [word(self.key, self.counter, j) for j in slots]
 
     def rand(self, *size: int):
         if not size:
-            return unit(self.words[self._slots("rand", 1)[0]])
+            return unit(self._words("rand", 1)[0])
         count = int(np.prod(size))
-        return np.array([unit(self.words[j]) for j in self._slots("rand", count)]).reshape(
-            size)
+        return np.array([unit(w) for w in self._words("rand", count)]).reshape(size)
 
     def randint(self, low: int, high: int | None = None, size: int | None = None):
         if high is None:
             low, high = 0, low
         if size is None:
-            return low + self.words[self._slots("randint", 1)[0]] % (high - low)
-        return np.array([low + self.words[j] % (high - low)
-                         for j in self._slots("randint", int(size))])
+            return low + self._words("randint", 1)[0] % (high - low)
+        return np.array([low + w % (high - low) for w in self._words("randint", int(size))])
 
 
 @dataclass

@@ -10,10 +10,13 @@ pytest.importorskip("minatar")
 
 from minatar_parity import Game, random_policy, run  # noqa: E402
 
-from batchenv.envs.minatar import BatchBreakout  # noqa: E402
+from batchenv.envs.minatar import BatchBreakout, BatchFreeway  # noqa: E402
 
 STICKY = ("environment.py", "act", "rand", 0)  # Environment.act's sticky draw: step word 0
 
+CARS = ("freeway.py", "_randomize_cars")
+FREEWAY = Game("freeway", {STICKY: 0, (*CARS, "randint", 0): 1, (*CARS, "rand", 0): 9},
+               {(*CARS, "randint", 0): 0, (*CARS, "rand", 0): 8})
 BREAKOUT = Game("breakout", {STICKY: 0}, {("breakout.py", "reset", "randint", 0): 0})
 
 
@@ -58,3 +61,27 @@ def test_breakout_scripted_policy_clears_walls(sticky):
 def test_breakout_minimal_action_set():
     env = BatchBreakout(64, minimal_action_set=True)
     run(env, BREAKOUT, 200, random_policy(3), seed=5, rng=np.random.RandomState(2))
+
+
+def freeway_climber(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    """Mostly up (action 2), sometimes down (4) or nothing."""
+    return rng.choice([2, 2, 2, 2, 2, 2, 4, 0], size=len(obs))
+
+
+@pytest.mark.parametrize("sticky", [0.1, 0.0])
+def test_freeway_random_policy(sticky):
+    env = BatchFreeway(64, sticky_action_prob=sticky)
+    res = run(env, FREEWAY, 400, random_policy(6), seed=3, rng=np.random.RandomState(3))
+    assert res.steps == 64 * 400
+
+
+def test_freeway_scripted_policy_crosses_until_the_time_limit():
+    env = BatchFreeway(40, sticky_action_prob=0.1)
+    res = run(env, FREEWAY, 2600, freeway_climber, seed=21, rng=np.random.RandomState(4))
+    assert res.lengths[:40] == [2501] * 40  # every episode ends at the time limit
+    assert min(res.returns) >= 5  # crossings (and new car speeds) in every episode
+
+
+def test_freeway_minimal_action_set():
+    env = BatchFreeway(32, minimal_action_set=True, sticky_action_prob=0.3)
+    run(env, FREEWAY, 300, random_policy(3), seed=8, rng=np.random.RandomState(5))

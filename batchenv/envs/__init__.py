@@ -6,7 +6,7 @@ from batchenv.envs.continuous_mountain_car import (
     BatchMountainCarContinuous,
     MountainCarContinuousParams,
 )
-from batchenv.envs.minatar import BatchBreakout
+from batchenv.envs.minatar import BatchBreakout, BatchFreeway
 from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
@@ -16,6 +16,7 @@ __all__ = [
     "BatchAcrobot",
     "BatchBreakout",
     "BatchCartPole",
+    "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",
     "BatchPendulum",

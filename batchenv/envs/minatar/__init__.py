@@ -2,5 +2,6 @@
 per game, the shared pieces in ``_base.py``. See ``docs/minatar.md``."""
 
 from batchenv.envs.minatar.breakout import BatchBreakout
+from batchenv.envs.minatar.freeway import BatchFreeway
 
-__all__ = ["BatchBreakout"]
+__all__ = ["BatchBreakout", "BatchFreeway"]
