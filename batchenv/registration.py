@@ -53,7 +53,8 @@ _ENTRIES = [
     # as MinAtar's own Gymnasium ids MinAtar/<Game>-v0/-v1 (minatar/gym.py); no time limit
     *(EnvEntry(f"batchenv/MinAtar-{name}-v{v}", f"batchenv.envs.minatar.{module}:Batch{name}",
                None, f"MinAtar/{name}-v{v}", (("minimal_action_set", bool(v)),))
-      for module, name in [("breakout", "Breakout"), ("freeway", "Freeway")]
+      for module, name in [("asterix", "Asterix"), ("breakout", "Breakout"),
+                           ("freeway", "Freeway")]
       for v in (0, 1)),
 ]
 

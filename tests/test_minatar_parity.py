@@ -10,13 +10,17 @@ pytest.importorskip("minatar")
 
 from minatar_parity import Game, random_policy, run  # noqa: E402
 
-from batchenv.envs.minatar import BatchBreakout, BatchFreeway  # noqa: E402
+from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway  # noqa: E402
 
 STICKY = ("environment.py", "act", "rand", 0)  # Environment.act's sticky draw: step word 0
 
 CARS = ("freeway.py", "_randomize_cars")
 FREEWAY = Game("freeway", {STICKY: 0, (*CARS, "randint", 0): 1, (*CARS, "rand", 0): 9},
                {(*CARS, "randint", 0): 0, (*CARS, "rand", 0): 8})
+SPAWN = ("asterix.py", "_spawn_entity")
+ASTERIX = Game("asterix", {STICKY: 0, (*SPAWN, "rand", 0): 1, (*SPAWN, "rand", 1): 2,
+                           (*SPAWN, "randint", 0): 3}, {},
+               extra=lambda ref: ref.env.ramp_index)
 BREAKOUT = Game("breakout", {STICKY: 0}, {("breakout.py", "reset", "randint", 0): 0})
 
 
@@ -85,3 +89,53 @@ def test_freeway_scripted_policy_crosses_until_the_time_limit():
 def test_freeway_minimal_action_set():
     env = BatchFreeway(32, minimal_action_set=True, sticky_action_prob=0.3)
     run(env, FREEWAY, 300, random_policy(3), seed=8, rng=np.random.RandomState(5))
+
+
+def asterix_dodger(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    """Among n, l, u, r, d (0-4) pick a move to a cell no enemy is in or is about to enter
+    (within two cells, moving towards it: its trail is behind it), preferring gold."""
+    n = len(obs)
+    py, px = np.divmod(obs[..., 0].reshape(n, -1).argmax(axis=1), 10)
+    enemy, trail, gold = obs[..., 1], obs[..., 2], obs[..., 3]
+    edge = np.zeros((1, 10, 10), dtype=bool)
+    left_edge, right_edge = edge.copy(), edge.copy()
+    left_edge[..., 0] = right_edge[..., 9] = True
+    behind_left = np.zeros_like(trail)
+    behind_left[..., 1:] = trail[..., :-1]
+    behind_right = np.zeros_like(trail)
+    behind_right[..., :-1] = trail[..., 1:]
+    right_mover = enemy & (behind_left | left_edge)
+    left_mover = enemy & (behind_right | right_edge)
+    danger = enemy.copy()
+    for k in (1, 2):
+        danger[..., k:] |= right_mover[..., :-k]
+        danger[..., :-k] |= left_mover[..., k:]
+    moves = [(0, 0), (-1, 0), (0, -1), (1, 0), (0, 1)]  # (dx, dy) of n, l, u, r, d
+    score = np.empty((n, 5))
+    rows = np.arange(n)
+    for a, (dx, dy) in enumerate(moves):
+        tx, ty = np.clip(px + dx, 0, 9), np.clip(py + dy, 1, 8)
+        score[:, a] = (~danger[rows, ty, tx]) * 10.0 + gold[rows, ty, tx] * 5.0
+    score += rng.rand(n, 5)
+    return score.argmax(axis=1)
+
+
+@pytest.mark.parametrize("sticky", [0.1, 0.0])
+def test_asterix_random_policy(sticky):
+    env = BatchAsterix(128, sticky_action_prob=sticky)
+    res = run(env, ASTERIX, 300, random_policy(6), seed=12, rng=np.random.RandomState(6))
+    assert res.episodes > 100 and res.reward > 0
+
+
+@pytest.mark.parametrize("ramping", [True, False])
+def test_asterix_scripted_policy_reaches_ramped_levels(ramping):
+    env = BatchAsterix(64, difficulty_ramping=ramping)
+    res = run(env, ASTERIX, 800, asterix_dodger, seed=31, rng=np.random.RandomState(7))
+    assert res.extra_max >= (4 if ramping else 0) and max(res.lengths) > 400
+    if not ramping:
+        assert res.extra_max == 0
+
+
+def test_asterix_minimal_action_set():
+    env = BatchAsterix(64, minimal_action_set=True, sticky_action_prob=0.3)
+    run(env, ASTERIX, 200, random_policy(5), seed=9, rng=np.random.RandomState(8))

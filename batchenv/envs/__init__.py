@@ -6,7 +6,7 @@ from batchenv.envs.continuous_mountain_car import (
     BatchMountainCarContinuous,
     MountainCarContinuousParams,
 )
-from batchenv.envs.minatar import BatchBreakout, BatchFreeway
+from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway
 from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
@@ -14,6 +14,7 @@ from batchenv.envs.pong import BatchPong, PongParams
 __all__ = [
     "AcrobotParams",
     "BatchAcrobot",
+    "BatchAsterix",
     "BatchBreakout",
     "BatchCartPole",
     "BatchFreeway",

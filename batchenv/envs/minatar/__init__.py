@@ -1,7 +1,8 @@
 """MinAtar's games (Young & Tian, 2019; the ``minatar`` package 1.0.15), batched: one module
 per game, the shared pieces in ``_base.py``. See ``docs/minatar.md``."""
 
+from batchenv.envs.minatar.asterix import BatchAsterix
 from batchenv.envs.minatar.breakout import BatchBreakout
 from batchenv.envs.minatar.freeway import BatchFreeway
 
-__all__ = ["BatchBreakout", "BatchFreeway"]
+__all__ = ["BatchAsterix", "BatchBreakout", "BatchFreeway"]
