@@ -1,0 +1,98 @@
+"""MinAtar games beyond parity: rendering in MinAtar's palette, ids, arguments, sticky-action
+bookkeeping across resets."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import batchenv
+from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway
+from batchenv.envs.minatar._base import cubehelix_palette
+
+GAMES = [BatchAsterix, BatchBreakout, BatchFreeway]
+
+
+@pytest.mark.parametrize("n_colors", range(3, 11))
+def test_palette_is_seaborns_cubehelix(n_colors):
+    sns = pytest.importorskip("seaborn")
+    np.testing.assert_allclose(cubehelix_palette(n_colors),
+                               np.array(sns.color_palette("cubehelix", n_colors)), atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", GAMES)
+def test_rgb_frames_are_minatars_rendering_of_the_observation(cls):
+    sns = pytest.importorskip("seaborn")
+    env = cls(6, render_mode="rgb_array", render_scale=3)
+    obs, _ = env.reset(seed=0)
+    for _ in range(30):
+        obs, *_ = env.step(env.action_space.sample())
+    frames = np.stack(env.render())
+    # minatar/gym.py, render_mode="rgb_array": palette[amax(state * (channel + 1))]
+    n_channels = obs.shape[-1]
+    cmap = [(0, 0, 0), *sns.color_palette("cubehelix", n_channels)]
+    numerical = np.amax(obs * np.reshape(np.arange(n_channels) + 1, (1, 1, 1, -1)), 3)
+    expected = np.round(np.stack(cmap)[numerical] * 255).astype(np.uint8)
+    assert frames.shape == (6, 30, 30, 3) and frames.dtype == np.uint8
+    np.testing.assert_array_equal(frames[:, ::3, ::3], expected)
+    np.testing.assert_array_equal(frames[:, 2::3, 1::3], expected)
+    tiled = env.render_tiled(4, cols=2, gap=1)
+    assert tiled.shape == (61, 61, 3)
+    np.testing.assert_array_equal(tiled[31:, 31:], frames[3])
+
+
+@pytest.mark.parametrize("cls", GAMES)
+def test_ansi_frames_show_every_occupied_cell(cls):
+    env = cls(3, render_mode="ansi")
+    obs, _ = env.reset(seed=1)
+    for _ in range(25):
+        obs, *_ = env.step(env.action_space.sample())
+    for text, o in zip(env.render(), obs):
+        rows = text.splitlines()[:10]
+        cells = np.array([list(r) for r in rows])
+        np.testing.assert_array_equal(cells != ".", o.any(axis=-1))
+        assert all(name in text for name in cls.channels)
+
+
+@pytest.mark.parametrize("game,cls,minimal", [("Breakout", BatchBreakout, 3),
+                                               ("Freeway", BatchFreeway, 3),
+                                               ("Asterix", BatchAsterix, 5)])
+def test_ids_and_action_sets(game, cls, minimal):
+    ref = pytest.importorskip("minatar").Environment(cls.game)
+    assert list(cls.minimal_actions) == ref.minimal_action_set()
+    assert ref.state_shape() == [10, 10, len(cls.channels)]
+    assert list(cls.channels) == sorted(ref.env.channels, key=ref.env.channels.get)
+    for env_id, n_actions in [(f"MinAtar/{game}-v0", 6), (f"MinAtar/{game}-v1", minimal),
+                              (f"batchenv/MinAtar-{game}-v1", minimal)]:
+        env = batchenv.make(env_id, 2)
+        assert isinstance(env, cls) and env.single_action_space.n == n_actions
+    vec = gym.make_vec(f"batchenv/MinAtar-{game}-v1", num_envs=2,
+                       vectorization_mode="vector_entry_point")
+    assert vec.single_action_space.n == minimal
+    assert vec.single_observation_space == gym.spaces.Box(0, 1, (10, 10, len(cls.channels)),
+                                                          bool)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "x", True])
+def test_bad_sticky_action_prob(bad):
+    with pytest.raises(ValueError, match="sticky_action_prob"):
+        BatchBreakout(2, sticky_action_prob=bad)
+    with pytest.raises(ValueError, match="render_scale"):
+        BatchBreakout(2, render_scale=0)
+
+
+def test_last_action_carries_over_episodes_but_not_a_seeded_reset():
+    env = BatchBreakout(64, sticky_action_prob=0.0)
+    env.reset(seed=0)
+    for _ in range(40):  # nobody moves the paddle: every game ends within 40 steps
+        env.step(np.full(64, 3))
+    assert (env.state.last_action == 3).all()  # MinAtar keeps it through its reset()
+    env.reset()
+    assert (env.state.last_action == 3).all()
+    mask = np.zeros(64, dtype=bool)
+    mask[:5] = True
+    env.reset(seed=[1] * 3 + [None] * 61, options={"reset_mask": mask})
+    np.testing.assert_array_equal(env.state.last_action, [0] * 3 + [3] * 61)
+    env.reset(seed=4)
+    assert (env.state.last_action == 0).all()
