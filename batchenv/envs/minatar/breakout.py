@@ -32,8 +32,15 @@ _BALL_STARTS = np.array([[0, 2], [9, 3]], dtype=np.int8)  # (ball_x, ball_dir) p
 _BALL_START_Y = 3
 _PADDLE_START = 4
 _BRICK_ROWS = slice(1, 4)  # three rows of bricks
+_WALL_ROWS = 4  # the state keeps rows 0-3 of MinAtar's brick_map: no brick is ever lower
+_CHANNEL_3 = np.array([0, 0, 0, 1], dtype=np.uint8).view(np.uint32).reshape(())  # a cell
+#                                  (4 bools) with only channel 3 set, as one uint32
 _BOTTOM = GRID - 1  # the paddle's row
+_FULL_WALL = np.zeros((_WALL_ROWS, GRID), dtype=bool)
+_FULL_WALL[_BRICK_ROWS] = True
 _ZERO, _NINE = np.array(0, dtype=np.int8), np.array(GRID - 1, dtype=np.int8)
+_THREE = np.array(_WALL_ROWS - 1, dtype=np.int8)
+_TEN = np.array(GRID, dtype=np.int8)
 
 
 class BatchBreakout(MinAtarEnv):
@@ -115,25 +122,25 @@ class BatchBreakout(MinAtarEnv):
         ("last_x", np.int8),  # the ball's previous cell (the trail)
         ("last_y", np.int8),
         ("strike", np.bool_),  # the ball broke a brick last step
-        ("bricks", np.bool_, (GRID, GRID)),  # MinAtar's brick_map
+        ("bricks", np.bool_, (_WALL_ROWS, GRID)),  # rows 0-3 of MinAtar's brick_map
         *STICKY_FIELDS,
     ])
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._brick_base = np.arange(self.num_envs, dtype=np.intp) * (GRID * GRID)
+        self._brick_base = np.arange(self.num_envs, dtype=np.intp) * (_WALL_ROWS * GRID)
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
+        self.reset_rows(s, slice(None), rng)
+
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         start = _BALL_STARTS[randint(rng.draws(self.reset_words)[0], 0, 2)]
-        s.ball_x[:] = start[:, 0]
-        s.ball_dir[:] = start[:, 1]
-        s.ball_y[:] = _BALL_START_Y
-        s.pos[:] = _PADDLE_START
-        s.bricks[:] = False
-        s.bricks[:, _BRICK_ROWS] = True
-        s.strike[:] = False
-        s.last_x[:] = s.ball_x
-        s.last_y[:] = s.ball_y
+        s.ball_x[rows] = s.last_x[rows] = start[:, 0]
+        s.ball_dir[rows] = start[:, 1]
+        s.ball_y[rows] = s.last_y[rows] = _BALL_START_Y
+        s.pos[rows] = _PADDLE_START
+        s.bricks[rows] = _FULL_WALL
+        s.strike[rows] = False
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -146,9 +153,12 @@ class BatchBreakout(MinAtarEnv):
         return reward, terminated
 
     def observe(self, s: State, out: np.ndarray) -> None:
-        out.fill(False)
-        out[..., 3] = s.bricks
-        grid = self.grid(len(s))
+        n = len(s)
+        cells = out.view(np.uint32).reshape(n, GRID * GRID)  # a cell's 4 channels as one
+        wall = _WALL_ROWS * GRID
+        np.multiply(s.bricks.reshape(n, wall).view(np.uint8), _CHANNEL_3, out=cells[:, :wall])
+        cells[:, wall:] = 0
+        grid = self.grid(n)
         cells = np.concatenate([grid.cells(s.ball_y, s.ball_x, 1),
                                 grid.cells(np.full_like(s.pos, _BOTTOM), s.pos, 0),
                                 grid.cells(s.last_y, s.last_x, 2)])
@@ -157,8 +167,9 @@ class BatchBreakout(MinAtarEnv):
 
 def move_paddle(pos: np.ndarray, action: np.ndarray) -> None:
     """``l``: one column left, ``r``: one right, within the board."""
-    pos += _PADDLE_DX[action]
-    np.clip(pos, _ZERO, _NINE, out=pos)
+    pos += _PADDLE_DX.take(action)
+    np.maximum(pos, _ZERO, out=pos)
+    np.minimum(pos, _NINE, out=pos)
 
 
 def move_ball(s: State, brick_base: np.ndarray, reward: np.ndarray,
@@ -172,19 +183,23 @@ def move_ball(s: State, brick_base: np.ndarray, reward: np.ndarray,
     s.last_x[:] = s.ball_x
     s.last_y[:] = s.ball_y
     d = s.ball_dir
-    new_x = s.ball_x + _DX[d]
-    new_y = s.ball_y + _DY[d]
+    new_x = s.ball_x + _DX.take(d)
+    new_y = s.ball_y + _DY.take(d)
     side = (new_x < 0) | (new_x > GRID - 1)
-    np.clip(new_x, _ZERO, _NINE, out=new_x)
-    d = np.where(side, _FLIP_X[d], d)
+    np.maximum(new_x, _ZERO, out=new_x)
+    np.minimum(new_x, _NINE, out=new_x)
+    d = np.where(side, _FLIP_X.take(d), d)
     top = new_y < 0
-    d = np.where(top, _FLIP_Y[d], d)
+    d = np.where(top, _FLIP_Y.take(d), d)
     # top: the ball stays in row 0, which never holds bricks, so the brick test below is
     # False there as in MinAtar's elif; beyond row 9 only a finished game moves (clamped)
-    np.clip(new_y, _ZERO, _NINE, out=new_y)
-    cell = new_y * np.int8(GRID)  # <= 90: fits int8
+    np.maximum(new_y, _ZERO, out=new_y)
+    np.minimum(new_y, _NINE, out=new_y)
+    cell = np.minimum(new_y, _THREE)  # bricks are in rows 1-3 only
+    cell *= _TEN
     cell += new_x
-    brick = s.bricks.reshape(-1)[brick_base[:n] + cell]
+    brick = s.bricks.reshape(-1).take(brick_base[:n] + cell)
+    brick &= new_y < _WALL_ROWS
     hit = brick & ~s.strike
     np.copyto(reward, hit)
     s.strike[:] = brick
