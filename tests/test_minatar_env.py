@@ -96,3 +96,21 @@ def test_last_action_carries_over_episodes_but_not_a_seeded_reset():
     np.testing.assert_array_equal(env.state.last_action, [0] * 3 + [3] * 61)
     env.reset(seed=4)
     assert (env.state.last_action == 0).all()
+
+
+def test_play_session_by_keys():
+    from batchenv.__main__ import build_parser
+    from batchenv.play import MinAtarSession, minatar_action
+
+    assert [minatar_action(k) for k in (set(), {"left"}, {"w"}, {"right"}, {"s"},
+                                        {"space", "left"})] == [0, 1, 2, 3, 4, 5]
+    session = MinAtarSession("minatar-breakout", scale=2, seed=0)
+    frame = session.step({"left"})
+    assert frame.shape == (20, 20, 3)
+    assert int(session.env.state.pos[0]) == 3  # the paddle moved left from column 4
+    for _ in range(200):
+        session.step(set())
+    assert session.games >= 1 and "over" in session.message
+    assert build_parser().parse_args(["play", "minatar-freeway"]).env == "minatar-freeway"
+    with pytest.raises(ValueError, match="game must be one of"):
+        MinAtarSession("minatar-tetris")
