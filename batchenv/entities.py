@@ -77,6 +77,7 @@ class Grid:
         self.x_stride = channels
         self.row_base = np.arange(num_rows, dtype=np.intp) * self.row_stride  # (n,)
         self._row_base_col = self.row_base[:, None]
+        self._lanes: dict[tuple[int, ...], np.ndarray] = {}
 
     def cells(self, y: np.ndarray, x: np.ndarray, channel: int) -> np.ndarray:
         """Flat indices into ``out.reshape(-1)`` of cells ``(row, y, x, channel)``."""
@@ -90,6 +91,17 @@ class Grid:
         if channel:
             flat += channel
         return flat
+
+    def lane_base(self, ys: tuple[int, ...]) -> np.ndarray:
+        """``(num_rows, len(ys))`` flat indices of the cells ``(i, ys[j], 0, 0)``: made once
+        per ``ys`` (entities that keep to fixed rows, one slot per row, as MinAtar's cars and
+        lanes), so that a cell is ``lane_base + x * channels + channel`` (small ints)."""
+        key = tuple(int(y) for y in ys)
+        base = self._lanes.get(key)
+        if base is None:
+            base = self._lanes[key] = (self._row_base_col
+                                       + np.array(key, dtype=np.intp) * self.y_stride)
+        return base
 
     def paint(self, out: np.ndarray, y: np.ndarray, x: np.ndarray, channel: int,
               where: np.ndarray | None = None) -> None:

@@ -114,3 +114,17 @@ def test_play_session_by_keys():
     assert build_parser().parse_args(["play", "minatar-freeway"]).env == "minatar-freeway"
     with pytest.raises(ValueError, match="game must be one of"):
         MinAtarSession("minatar-tetris")
+
+
+def test_minatar_pages_are_generated_from_the_docstrings():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "envs" / "generate.py"
+    spec = importlib.util.spec_from_file_location("generate_env_docs_minatar", path)
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    pages = generate.all_pages()
+    for name in ("minatar_asterix", "minatar_breakout", "minatar_freeway"):
+        assert (path.parent / f"{name}.md").read_text() == pages[name], (
+            f"docs/envs/{name}.md is out of date: run python docs/envs/generate.py")

@@ -28,7 +28,6 @@ RAMP_INTERVAL = 100  # asterix.py: ramp_interval (a ramp every 102 steps: 100 ->
 INIT_SPAWN_SPEED = 10  # asterix.py: init_spawn_speed, steps between spawns at the start
 INIT_MOVE_INTERVAL = 5  # asterix.py: init_move_interval, steps between entity moves
 SLOTS = 8  # one entity slot per lane; slot i is row i+1
-_LANE_Y = np.arange(1, SLOTS + 1, dtype=np.intp)[None, :]  # (1, slots)
 _DX = np.zeros(6, dtype=np.int8)
 _DY = np.zeros(6, dtype=np.int8)
 _DX[LEFT], _DX[RIGHT], _DY[UP], _DY[DOWN] = -1, 1, -1, 1
@@ -38,6 +37,27 @@ _START = 5  # the player's start cell (5, 5)
 _EDGE_X = np.array([GRID - 1, 0], dtype=np.int8)  # spawn column: right edge, or left if lr
 _WAY = np.array([-1, 1], dtype=np.int8)  # move per step: left, or right if lr
 _NINE = np.array(GRID - 1, dtype=np.int8)
+_LANES = tuple(range(1, SLOTS + 1))
+
+
+def _cell_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per entity code ``x + 10 * right + 20 * gold``: the offset of its cell in its lane
+    (``x * 4 + channel``: enemy 1, gold 3), of its trail (the cell behind it, channel 2),
+    and whether that trail cell is on the board (MinAtar's ``state()``)."""
+    body, trail, shown = (np.zeros(4 * GRID, dtype=t) for t in (np.int8, np.int8, bool))
+    for gold in (0, 1):
+        for right in (0, 1):
+            for x in range(GRID):
+                code = x + _CODES_RIGHT * right + _CODES_GOLD * gold
+                back = x - 1 if right else x + 1
+                body[code] = x * 4 + (3 if gold else 1)
+                shown[code] = 0 <= back <= GRID - 1
+                trail[code] = min(max(back, 0), GRID - 1) * 4 + 2
+    return body, trail, shown
+
+
+_CODES_RIGHT, _CODES_GOLD = GRID, 2 * GRID
+_BODY_OFFSET, _TRAIL_OFFSET, _TRAIL_SHOWN = _cell_tables()
 
 
 class BatchAsterix(MinAtarEnv):
@@ -137,18 +157,18 @@ class BatchAsterix(MinAtarEnv):
         self._player = np.empty((2, self.num_envs), dtype=np.int8)
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
-        s.player_x[:] = _START
-        s.player_y[:] = _START
-        s.alive[:] = False
-        s.ent_x[:] = 0
-        s.ent_right[:] = False
-        s.ent_gold[:] = False
-        s.spawn_speed[:] = INIT_SPAWN_SPEED
-        s.spawn_timer[:] = INIT_SPAWN_SPEED
-        s.move_speed[:] = INIT_MOVE_INTERVAL
-        s.move_timer[:] = INIT_MOVE_INTERVAL
-        s.ramp_timer[:] = RAMP_INTERVAL
-        s.ramp_index[:] = 0
+        self.reset_rows(s, slice(None), rng)
+
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+        s.player_x[rows] = _START
+        s.player_y[rows] = _START
+        s.alive[rows] = False  # the other slot fields of a dead slot are never read
+        s.spawn_speed[rows] = INIT_SPAWN_SPEED
+        s.spawn_timer[rows] = INIT_SPAWN_SPEED
+        s.move_speed[rows] = INIT_MOVE_INTERVAL
+        s.move_timer[rows] = INIT_MOVE_INTERVAL
+        s.ramp_timer[rows] = RAMP_INTERVAL
+        s.ramp_index[rows] = 0
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -175,16 +195,18 @@ class BatchAsterix(MinAtarEnv):
     def observe(self, s: State, out: np.ndarray) -> None:
         out.fill(False)
         grid = self.grid(len(s))
-        alive = s.alive
-        body = grid.cells(_LANE_Y, s.ent_x, 1)
-        body += s.ent_gold * np.int8(2)  # gold: channel 3, enemy: 1
-        back_x = s.ent_x - _WAY[s.ent_right.view(np.int8)]
-        trail_shown = alive & (back_x >= 0) & (back_x <= GRID - 1)
-        cells = np.concatenate([
-            grid.cells(s.player_y, s.player_x, 0),
-            body[alive],
-            grid.cells(_LANE_Y, back_x, 2)[trail_shown]])
-        out.reshape(-1)[cells] = True
+        flat = out.reshape(-1)
+        flat[grid.cells(s.player_y, s.player_x, 0)] = True
+        # Slot i is alone in lane i+1, and only it writes channels 1-3 there: a dead slot
+        # writes False to its lane (a no-op), which saves selecting the live ones.
+        code = s.ent_right.view(np.int8) * np.int8(_CODES_RIGHT)
+        code += s.ent_gold.view(np.int8) * np.int8(_CODES_GOLD)
+        code += s.ent_x
+        lanes = grid.lane_base(_LANES)
+        flat[np.add(lanes, _BODY_OFFSET.take(code))] = s.alive
+        trail_shown = _TRAIL_SHOWN.take(code)
+        trail_shown &= s.alive
+        flat[np.add(lanes, _TRAIL_OFFSET.take(code))] = trail_shown
 
 
 def spawn_entity(s: State, words: np.ndarray) -> None:

@@ -159,10 +159,11 @@ class BatchBreakout(MinAtarEnv):
         np.multiply(s.bricks.reshape(n, wall).view(np.uint8), _CHANNEL_3, out=cells[:, :wall])
         cells[:, wall:] = 0
         grid = self.grid(n)
-        cells = np.concatenate([grid.cells(s.ball_y, s.ball_x, 1),
-                                grid.cells(np.full_like(s.pos, _BOTTOM), s.pos, 0),
-                                grid.cells(s.last_y, s.last_x, 2)])
-        out.reshape(-1)[cells] = True
+        flat = out.reshape(-1)
+        flat[grid.cells(s.ball_y, s.ball_x, 1)] = True
+        flat[grid.cells(s.last_y, s.last_x, 2)] = True
+        paddle = grid.lane_base((_BOTTOM,))[:, 0] + s.pos * np.int8(4)  # channel 0
+        flat[paddle] = True
 
 
 def move_paddle(pos: np.ndarray, action: np.ndarray) -> None:

@@ -25,12 +25,36 @@ TIME_LIMIT = 2500  # freeway.py: time_limit; the episode ends after 2501 steps
 CARS = 8  # one car per lane, lanes are rows 1-8
 CHICKEN_X = 4  # the chicken's column
 _START = GRID - 1  # the chicken's row at the start and after a crossing or a hit
-_LANE_Y = np.arange(1, CARS + 1, dtype=np.intp)[None, :]  # (1, cars): car i drives row i+1
+_LANES = tuple(range(1, CARS + 1))  # car i drives row i+1
+_MAX_SPEED = 5
+_SPEED_CODE_SHIFT = _MAX_SPEED * GRID  # code = (speed + 5) * 10 + x
 _MOVE = np.zeros(6, dtype=np.int8)  # row change per action (u: up, d: down)
 _MOVE[UP], _MOVE[DOWN] = -1, 1
 _HALF = np.array(2**52, dtype=np.int64)  # rand() - 0.5 as an integer: (w >> 11) - 2**52
 _S11 = np.array(11, dtype=np.uint64)
 _ZERO, _NINE, _TEN = (np.array(v, dtype=np.int8) for v in (0, 9, 10))
+
+
+def _cell_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Per car code ``(speed + 5) * 10 + x``: the offset in its lane of its cell (``x * 7 +
+    1``, channel ``car``) and of its trail (the cell behind it across the edge, in channel
+    ``speed|speed|``: 1 + |speed|; speed 0, see the docstring, in ``speed1``)."""
+    car = np.zeros((2 * _MAX_SPEED + 1) * GRID, dtype=np.int8)
+    trail = np.zeros_like(car)
+    for speed in range(-_MAX_SPEED, _MAX_SPEED + 1):
+        for x in range(GRID):
+            code = (speed + _MAX_SPEED) * GRID + x
+            back = (x - 1 if speed > 0 else x + 1) % GRID
+            car[code] = x * 7 + 1
+            trail[code] = back * 7 + 1 + max(abs(speed), 1)
+    return car, trail
+
+
+_CAR_OFFSET, _TRAIL_OFFSET = _cell_tables()
+#: a car's move per step by speed + 5: right for speed > 0, else left (speed 0 too)
+_STEP_BY_SPEED = np.array([1 if v > 0 else -1 for v in range(-_MAX_SPEED, _MAX_SPEED + 1)],
+                          dtype=np.int8)
+_WRAP = np.array([GRID - 1, *range(GRID), 0], dtype=np.int8)  # column + 1 -> wrapped column
 
 
 class BatchFreeway(MinAtarEnv):
@@ -124,14 +148,17 @@ class BatchFreeway(MinAtarEnv):
         self._lane_base = np.arange(self.num_envs, dtype=np.intp) * CARS
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
+        self.reset_rows(s, slice(None), rng)
+
+    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         words = rng.draws(self.reset_words)
         speed = car_speeds(words[:CARS], words[CARS:])
-        s.car_x[:] = 0
-        s.car_speed[:] = speed
-        np.abs(speed, out=s.car_timer)
-        s.pos[:] = _START
-        s.move_timer[:] = PLAYER_SPEED
-        s.terminate_timer[:] = TIME_LIMIT
+        s.car_x[rows] = 0
+        s.car_speed[rows] = speed
+        s.car_timer[rows] = np.abs(speed)
+        s.pos[rows] = _START
+        s.move_timer[rows] = PLAYER_SPEED
+        s.terminate_timer[rows] = TIME_LIMIT
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -150,16 +177,14 @@ class BatchFreeway(MinAtarEnv):
     def observe(self, s: State, out: np.ndarray) -> None:
         out.fill(False)
         grid = self.grid(len(s))
-        speed = np.abs(s.car_speed)
-        back_x = s.car_x - np.where(s.car_speed > 0, 1, -1).astype(np.int8)
-        np.mod(back_x, _TEN, out=back_x)  # the cell behind, across the edge
-        trail = grid.cells(_LANE_Y, back_x, 0)
-        trail += np.maximum(speed, 1) + 1  # speed k: channel speed_k (2 + k - 1)
-        cells = np.concatenate([
-            grid.cells(s.pos, np.full_like(s.pos, CHICKEN_X), 0),
-            grid.cells(_LANE_Y, s.car_x, 1).reshape(-1),
-            trail.reshape(-1)])
-        out.reshape(-1)[cells] = True
+        flat = out.reshape(-1)
+        flat[grid.cells(s.pos, np.full_like(s.pos, CHICKEN_X), 0)] = True
+        lanes = grid.lane_base(_LANES)  # car i drives lane (row) i+1
+        code = s.car_speed * np.int8(GRID)  # (speed + 5) * 10 + x, in 0-109
+        code += s.car_x
+        code += np.int8(_SPEED_CODE_SHIFT)
+        flat[np.add(lanes, _CAR_OFFSET.take(code))] = True
+        flat[np.add(lanes, _TRAIL_OFFSET.take(code))] = True
 
 
 def car_speeds(speed_words: np.ndarray, direction_words: np.ndarray) -> np.ndarray:
@@ -207,14 +232,15 @@ def drive_cars(s: State, lane_base: np.ndarray) -> None:
     in_lane = (lane >= 0) & (lane < CARS)
     np.clip(lane, 0, CARS - 1, out=lane)
     lane += lane_base[:n]
-    hit = s.car_x.reshape(-1)[lane] == CHICKEN_X
+    car_x = s.car_x.reshape(-1)
+    hit = car_x.take(lane) == CHICKEN_X
     moving = s.car_timer == 0
     s.car_timer -= 1
     np.copyto(s.car_timer, np.abs(s.car_speed), where=moving)
-    step = np.where(s.car_speed > 0, 1, -1).astype(np.int8)
+    step = _STEP_BY_SPEED.take(s.car_speed + np.int8(_MAX_SPEED))
     step *= moving
-    s.car_x += step
-    np.mod(s.car_x, _TEN, out=s.car_x)
-    hit |= s.car_x.reshape(-1)[lane] == CHICKEN_X
+    step += s.car_x
+    _WRAP.take(step + np.int8(1), out=s.car_x)  # -1 -> 9, 10 -> 0
+    hit |= car_x.take(lane) == CHICKEN_X
     hit &= in_lane
     s.pos[hit] = _START
