@@ -54,7 +54,8 @@ _ENTRIES = [
     *(EnvEntry(f"batchenv/MinAtar-{name}-v{v}", f"batchenv.envs.minatar.{module}:Batch{name}",
                None, f"MinAtar/{name}-v{v}", (("minimal_action_set", bool(v)),))
       for module, name in [("asterix", "Asterix"), ("breakout", "Breakout"),
-                           ("freeway", "Freeway")]
+                           ("freeway", "Freeway"), ("seaquest", "Seaquest"),
+                           ("space_invaders", "SpaceInvaders")]
       for v in (0, 1)),
 ]
 

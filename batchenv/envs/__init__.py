@@ -6,7 +6,13 @@ from batchenv.envs.continuous_mountain_car import (
     BatchMountainCarContinuous,
     MountainCarContinuousParams,
 )
-from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway
+from batchenv.envs.minatar import (
+    BatchAsterix,
+    BatchBreakout,
+    BatchFreeway,
+    BatchSeaquest,
+    BatchSpaceInvaders,
+)
 from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
@@ -22,6 +28,8 @@ __all__ = [
     "BatchMountainCarContinuous",
     "BatchPendulum",
     "BatchPong",
+    "BatchSeaquest",
+    "BatchSpaceInvaders",
     "CartPoleParams",
     "MountainCarContinuousParams",
     "MountainCarParams",
