@@ -15,8 +15,12 @@ For each game, in rounds that alternate the contenders (medians over rounds):
   so its rounds interleave with ours. gymnax auto-resets inside ``step`` and returns the
   observation, as ours does.
 
-Also the memory per env at 65536 envs (tracemalloc: everything the env allocates, state and
-buffers, over construction, ``reset`` and one ``step``) and the state record's size.
+Times are both wall-clock and CPU time (``time.process_time``: ours and MinAtar's run
+single-threaded in this process, so under a loaded machine their CPU times are the cleaner
+measure; gymnax's child may use more than one thread, so for it the wall clock is the fair
+one, and its CPU time counts all its threads). Also the memory per env at 65536 envs
+(tracemalloc: everything the env allocates, state and buffers, over construction,
+``reset`` and one ``step``) and the state record's size.
 Report ratios only; the machine is shared, so absolute times vary from run to run.
 """
 
@@ -67,11 +71,11 @@ jax.block_until_ready(obs)
 print("ready", flush=True)
 for line in sys.stdin:
     steps = int(line)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for t in range(steps):
         key, state, obs, reward, done = step(key, state, actions[t % 16])
     jax.block_until_ready((obs, reward, done))
-    print((time.perf_counter() - t0) / steps, flush=True)
+    print((time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps, flush=True)
 """
 
 
@@ -86,10 +90,12 @@ class Gymnax:
         if line != "ready":
             raise RuntimeError(f"gymnax child failed to start ({line!r})")
 
-    def time(self, steps: int) -> float:
+    def time(self, steps: int) -> tuple[float, float]:
+        """Wall and CPU seconds per step (CPU: all of the child's threads)."""
         self.proc.stdin.write(f"{steps}\n")
         self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
+        wall, cpu = self.proc.stdout.readline().split()
+        return float(wall), float(cpu)
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -104,11 +110,11 @@ def batch_timer(cls: type, n: int):
     for t in range(10):
         env.step(actions[t % 16])
 
-    def run(steps: int) -> float:
-        t0 = time.perf_counter()
+    def run(steps: int) -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
         for t in range(steps):
             env.step(actions[t % 16])
-        return (time.perf_counter() - t0) / steps
+        return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
     return run
 
@@ -121,15 +127,15 @@ def minatar_timer(game: str):
     env.reset()
     actions = np.random.default_rng(1).integers(0, 6, 4096).tolist()
 
-    def run(steps: int) -> float:
+    def run(steps: int) -> tuple[float, float]:
         act, state, reset = env.act, env.state, env.reset
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for t in range(steps):
             _, done = act(actions[t % 4096])
             state()
             if done:
                 reset()
-        return (time.perf_counter() - t0) / steps
+        return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
     return run
 
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     games = args.games or [g for g in GAMES if hasattr(minatar_envs, GAMES[g])]
     use_gymnax = not args.no_gymnax and Path(args.gymnax_python).exists()
     n = args.num_envs
-    print(f"MinAtar at num_envs={n}: seconds per env-step, medians of {args.rounds} "
+    print(f"MinAtar at num_envs={n}: time per env-step, medians of {args.rounds} "
           f"interleaved rounds (machine shared: compare ratios)", flush=True)
     rows = []
     for game in games:
@@ -168,35 +174,42 @@ def main(argv: list[str] | None = None) -> list[dict]:
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
             else None
         # block sizes from one probe each, so every block lasts about --block seconds
-        ours_steps = max(3, int(args.block / ours(3)))
-        ref_steps = max(100, int(args.block / ref(200)))
-        gx_steps = max(3, int(args.block / gx.time(3))) if gx else 0
-        times: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": []}
+        ours_steps = max(3, int(args.block / ours(3)[0]))
+        ref_steps = max(100, int(args.block / ref(200)[0]))
+        gx_steps = max(3, int(args.block / gx.time(3)[0])) if gx else 0
+        wall: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": []}
+        cpu: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": []}
         for _ in range(args.rounds):
-            times["ours"].append(ours(ours_steps) / n)
-            times["minatar"].append(ref(ref_steps))
-            if gx:
-                times["gymnax"].append(gx.time(gx_steps) / n)
+            for name, (w, c) in [("ours", ours(ours_steps)), ("minatar", ref(ref_steps)),
+                                 *([("gymnax", gx.time(gx_steps))] if gx else [])]:
+                per = n if name != "minatar" else 1  # seconds per env-step
+                wall[name].append(w / per)
+                cpu[name].append(c / per)
         if gx:
             gx.close()
-        med = {k: statistics.median(v) for k, v in times.items() if v}
-        per_round = [m / o for m, o in zip(times["minatar"], times["ours"])]
+        mw = {k: statistics.median(v) for k, v in wall.items() if v}
+        mc = {k: statistics.median(v) for k, v in cpu.items() if v}
+        per_round = [m / o for m, o in zip(cpu["minatar"], cpu["ours"])]
         mem, record = memory_per_env(cls, args.memory_envs)
-        row = {"game": game, "num_envs": n, "ours_ns_per_env_step": med["ours"] * 1e9,
-               "minatar_ns_per_step": med["minatar"] * 1e9,
-               "x_minatar": med["minatar"] / med["ours"],
-               "x_minatar_rounds": [round(r, 1) for r in per_round],
-               "gymnax_ns_per_env_step": med["gymnax"] * 1e9 if gx else None,
-               "x_gymnax": med["gymnax"] / med["ours"] if gx else None,
+        row = {"game": game, "num_envs": n,
+               "ours_ns_per_env_step_cpu": mc["ours"] * 1e9,
+               "minatar_ns_per_step_cpu": mc["minatar"] * 1e9,
+               "x_minatar_cpu": mc["minatar"] / mc["ours"],
+               "x_minatar_cpu_rounds": [round(r, 1) for r in per_round],
+               "x_minatar_wall": mw["minatar"] / mw["ours"],
+               "gymnax_ns_per_env_step_wall": mw["gymnax"] * 1e9 if gx else None,
+               "x_gymnax_wall": mw["gymnax"] / mw["ours"] if gx else None,
+               "x_gymnax_cpu": mc["gymnax"] / mc["ours"] if gx else None,
                "bytes_per_env_at": args.memory_envs, "bytes_per_env": mem,
                "state_record_bytes": record}
         rows.append(row)
-        gx_text = (f"gymnax {row['gymnax_ns_per_env_step']:7.1f} ns  x gymnax "
-                   f"{row['x_gymnax']:5.2f}" if gx else "gymnax -")
-        print(f"{game:<15} ours {row['ours_ns_per_env_step']:7.1f} ns  MinAtar "
-              f"{row['minatar_ns_per_step']:8.0f} ns  x MinAtar {row['x_minatar']:6.1f} "
-              f"(rounds {min(per_round):.0f}-{max(per_round):.0f})  {gx_text}  memory "
-              f"{mem:6.0f} B/env at {args.memory_envs} (state record {record} B)",
+        gx_text = (f"x gymnax {row['x_gymnax_wall']:5.2f} wall, {row['x_gymnax_cpu']:5.2f} "
+                   f"CPU" if gx else "gymnax -")
+        print(f"{game:<15} ours {row['ours_ns_per_env_step_cpu']:6.1f} ns  MinAtar "
+              f"{row['minatar_ns_per_step_cpu']:7.0f} ns (CPU)  x MinAtar "
+              f"{row['x_minatar_cpu']:5.1f} CPU (rounds {min(per_round):.0f}-"
+              f"{max(per_round):.0f}), {row['x_minatar_wall']:5.1f} wall  {gx_text}  memory "
+              f"{mem:5.0f} B/env at {args.memory_envs} (state record {record} B)",
               flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

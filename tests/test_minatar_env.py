@@ -8,10 +8,16 @@ import numpy as np
 import pytest
 
 import batchenv
-from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway
+from batchenv.envs.minatar import (
+    BatchAsterix,
+    BatchBreakout,
+    BatchFreeway,
+    BatchSeaquest,
+    BatchSpaceInvaders,
+)
 from batchenv.envs.minatar._base import cubehelix_palette
 
-GAMES = [BatchAsterix, BatchBreakout, BatchFreeway]
+GAMES = [BatchAsterix, BatchBreakout, BatchFreeway, BatchSeaquest, BatchSpaceInvaders]
 
 
 @pytest.mark.parametrize("n_colors", range(3, 11))
@@ -57,7 +63,9 @@ def test_ansi_frames_show_every_occupied_cell(cls):
 
 @pytest.mark.parametrize("game,cls,minimal", [("Breakout", BatchBreakout, 3),
                                                ("Freeway", BatchFreeway, 3),
-                                               ("Asterix", BatchAsterix, 5)])
+                                               ("Asterix", BatchAsterix, 5),
+                                               ("Seaquest", BatchSeaquest, 6),
+                                               ("SpaceInvaders", BatchSpaceInvaders, 4)])
 def test_ids_and_action_sets(game, cls, minimal):
     ref = pytest.importorskip("minatar").Environment(cls.game)
     assert list(cls.minimal_actions) == ref.minimal_action_set()
@@ -125,6 +133,7 @@ def test_minatar_pages_are_generated_from_the_docstrings():
     generate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate)
     pages = generate.all_pages()
-    for name in ("minatar_asterix", "minatar_breakout", "minatar_freeway"):
+    for name in ("minatar_asterix", "minatar_breakout", "minatar_freeway", "minatar_seaquest",
+                 "minatar_space_invaders"):
         assert (path.parent / f"{name}.md").read_text() == pages[name], (
             f"docs/envs/{name}.md is out of date: run python docs/envs/generate.py")
