@@ -137,3 +137,29 @@ def test_minatar_pages_are_generated_from_the_docstrings():
                  "minatar_space_invaders"):
         assert (path.parent / f"{name}.md").read_text() == pages[name], (
             f"docs/envs/{name}.md is out of date: run python docs/envs/generate.py")
+
+
+@pytest.mark.parametrize("cls", GAMES)
+def test_batch_independence_over_long_episodes(cls):
+    """Row i of a batch equals a batch of one seeded s + i, over many episodes and the
+    difficulty ramp (no time limit), with sticky actions."""
+    n, seed, steps = 12, 500, 300
+    big = cls(n, sticky_action_prob=0.3)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 6, (steps, n))
+    first = big.reset(seed=seed)[0]
+    big_obs, big_rew = [first], []
+    for a in actions:
+        obs, reward, *_ = big.step(a)
+        big_obs.append(obs)
+        big_rew.append(reward)
+    for i in (0, 5, n - 1):
+        one = cls(1, sticky_action_prob=0.3)
+        obs_i = [one.reset(seed=seed + i)[0]]
+        rew_i = []
+        for a in actions:
+            obs, reward, *_ = one.step(a[i:i + 1])
+            obs_i.append(obs)
+            rew_i.append(reward)
+        np.testing.assert_array_equal(np.stack(obs_i)[:, 0], np.stack(big_obs)[:, i])
+        np.testing.assert_array_equal(np.stack(rew_i)[:, 0], np.stack(big_rew)[:, i])
