@@ -78,19 +78,17 @@ class Grid:
         self.row_base = np.arange(num_rows, dtype=np.intp) * self.row_stride  # (n,)
         self._row_base_col = self.row_base[:, None]
         self._lanes: dict[tuple[int, ...], np.ndarray] = {}
+        self._small = np.int16 if self.row_stride < 2**15 else np.intp
 
     def cells(self, y: np.ndarray, x: np.ndarray, channel: int) -> np.ndarray:
         """Flat indices into ``out.reshape(-1)`` of cells ``(row, y, x, channel)``."""
         base = self.row_base if y.ndim == 1 else self._row_base_col
-        flat = np.multiply(y, self.y_stride, dtype=np.intp)  # no int8 overflow
-        flat = np.add(flat, base)  # y may be one row (1, k) for all envs
-        if self.x_stride == 1:
-            flat += x
-        else:
-            flat += np.multiply(x, self.x_stride, dtype=np.intp)
+        # the offset within a row in a small int type (fewer bytes to move), then the row
+        within = np.add(np.multiply(y, self.y_stride, dtype=self._small),
+                        np.multiply(x, self.x_stride, dtype=self._small))  # y may be (1, k)
         if channel:
-            flat += channel
-        return flat
+            within += self._small(channel)
+        return np.add(base, within)
 
     def lane_base(self, ys: tuple[int, ...]) -> np.ndarray:
         """``(num_rows, len(ys))`` flat indices of the cells ``(i, ys[j], 0, 0)``: made once
