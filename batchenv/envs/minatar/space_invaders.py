@@ -3,6 +3,8 @@ MinAtar 1.0.15), batched."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from batchenv.envs.minatar._base import (
@@ -13,6 +15,7 @@ from batchenv.envs.minatar._base import (
     STICKY_FIELDS,
     MinAtarEnv,
 )
+from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
@@ -25,17 +28,15 @@ ENEMY_SHOT_INTERVAL = 10  # enemy_shot_interval: steps between alien shots
 FASTEST_MOVE_INTERVAL = 6  # the ramp stops there (``enemy_move_interval > 6``)
 CANNON_START = 5  # reset(): self.pos = 5
 
-# The board as row bitmasks: bit x of a row is column x (uint16, 10 bits used).
-_BIT = (1 << np.arange(GRID)).astype(np.uint16)  # the bitmask of column x
+_BIT = BIT
 _WAVE_ROW = np.uint16(sum(1 << x for x in range(2, 8)))  # alien_map[0:4, 2:8] = 1
 _WAVE_ROWS = slice(0, 4)
 _FULL_ROW = np.uint16((1 << GRID) - 1)
 _LEFT_EDGE, _RIGHT_EDGE = _BIT[0], _BIT[GRID - 1]
 _BOTTOM = GRID - 1  # the cannon's row
-#: Bits set in each 10-bit row (a popcount table; np.bitwise_count needs numpy >= 2).
-_POPCOUNT = np.array([bin(m).count("1") for m in range(1 << GRID)], dtype=np.int16)
-#: Each 10-bit row mask as 10 bools, column by column (observation planes).
-_UNPACK = ((np.arange(1 << GRID)[:, None] >> np.arange(GRID)) & 1).astype(bool)
+_POPCOUNT = POPCOUNT
+_HIGH_BYTE = np.uint16(1 << 8)
+_HEADING_BYTE = np.array([1, 1 << 8], dtype=np.uint16)  # alien_left, alien_right
 _COLUMNS = np.arange(GRID, dtype=np.int16)
 _CANNON_DX = np.zeros(6, dtype=np.int8)
 _CANNON_DX[LEFT], _CANNON_DX[RIGHT] = -1, 1
@@ -147,6 +148,10 @@ class BatchSpaceInvaders(MinAtarEnv):
         *STICKY_FIELDS,
     ])
 
+    def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
+        super().__init__(num_envs, **kwargs)
+        self._scratch: dict[int, _Scratch] = {}
+
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
         s.pos[:] = CANNON_START
         s.f_bullets[:] = 0
@@ -177,18 +182,35 @@ class BatchSpaceInvaders(MinAtarEnv):
         return reward, terminated
 
     def observe(self, s: State, out: np.ndarray) -> None:
+        # Channels go in pairs, one uint16 per cell and pair (little-endian: the first
+        # channel in the low byte): (cannon, alien), (alien_left, alien_right),
+        # (friendly_bullet, enemy_bullet); each pair is then one copy into the interleaved
+        # observation. Cells are 0/1 bytes, so times 256 moves one to the high byte.
         n = len(s)
-        rows = np.empty((n, GRID, len(self.channels)), dtype=np.uint16)  # (env, y, channel)
-        rows[:, :, 0] = 0
-        rows[:, _BOTTOM, 0] = _BIT[s.pos]
-        rows[:, :, 1] = s.aliens
-        left = (s.alien_dir < 0)[:, None]
-        np.multiply(s.aliens, left, out=rows[:, :, 2], casting="unsafe")
-        np.multiply(s.aliens, ~left, out=rows[:, :, 3], casting="unsafe")
-        rows[:, :, 4] = s.f_bullets
-        rows[:, :, 5] = s.e_bullets
-        # (env, y, channel, x) -> (env, y, x, channel)
-        out[...] = _UNPACK[rows].transpose(0, 1, 3, 2)
+        scratch = self._scratch.get(n)
+        if scratch is None:
+            self._scratch.clear()
+            scratch = self._scratch[n] = _Scratch(n)
+        pairs = out.view(np.uint16)  # (n, 10, 10, 3)
+        pair = scratch.pair
+        aliens = scratch.aliens(s.aliens)
+        np.multiply(aliens, _HIGH_BYTE, out=pair)
+        np.copyto(pairs[..., 0], pair)
+        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None], out=pair)
+        np.copyto(pairs[..., 1], pair)
+        np.multiply(scratch.e_bullets(s.e_bullets), _HIGH_BYTE, out=pair)
+        np.add(pair, scratch.f_bullets(s.f_bullets), out=pair)
+        np.copyto(pairs[..., 2], pair)
+        out[scratch.rows, _BOTTOM, s.pos, 0] = True  # the cannon
+
+
+class _Scratch:
+    """Observation buffers for ``n`` envs (see :mod:`batchenv.envs.minatar._rows`)."""
+
+    def __init__(self, n: int) -> None:
+        self.rows = np.arange(n)
+        self.aliens, self.f_bullets, self.e_bullets = (RowCells((n, GRID)) for _ in range(3))
+        self.pair = np.empty((n, GRID, GRID), dtype=np.uint16)
 
 
 def resolve_action(s: State, a: np.ndarray) -> np.ndarray:
