@@ -45,7 +45,8 @@ import batchenv.envs.minatar as minatar_envs  # noqa: E402
 GAMES = {"asterix": "BatchAsterix", "breakout": "BatchBreakout", "freeway": "BatchFreeway",
          "seaquest": "BatchSeaquest", "space_invaders": "BatchSpaceInvaders"}
 GYMNAX_NAMES = {"asterix": "Asterix-MinAtar", "breakout": "Breakout-MinAtar",
-                "freeway": "Freeway-MinAtar", "space_invaders": "SpaceInvaders-MinAtar"}
+                "freeway": "Freeway-MinAtar", "seaquest": "Seaquest-MinAtar",
+                "space_invaders": "SpaceInvaders-MinAtar"}  # gymnax 1.0.1 has all five
 DEFAULT_GYMNAX_PYTHON = "/work/venvs/gymnax/bin/python"
 
 # The gymnax side, run by the venv's python: compile, then time `steps` steps per request.
