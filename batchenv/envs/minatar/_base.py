@@ -27,11 +27,12 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv, StepBeforeResetError
 from batchenv.entities import Grid
+from batchenv.envs.pong import tile_images
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
-__all__ = ["MinAtarEnv", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette", "rand_below",
-           "randint", "sticky_actions", "tile_images"]
+__all__ = ["MinAtarEnv", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
+           "minatar_palette", "rand_below", "randint", "sticky_actions"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
@@ -102,20 +103,6 @@ def minatar_palette(n_channels: int) -> np.ndarray:
     a cell shows the colour of its highest set channel)."""
     colours = np.vstack([np.zeros((1, 3)), cubehelix_palette(n_channels)])
     return np.round(colours * 255).astype(np.uint8)
-
-
-def tile_images(frames: np.ndarray, cols: int, gap: int = 2) -> np.ndarray:
-    """Lay ``frames`` ``(k, H, W, C)`` out row by row on ``cols`` columns, ``gap`` black
-    pixels between them."""
-    k, h, w, c = frames.shape
-    cols = min(cols, k)
-    rows = -(-k // cols)
-    grid = np.zeros((rows, h + gap, cols, w + gap, c), dtype=frames.dtype)
-    padded = np.zeros((rows * cols, h, w, c), dtype=frames.dtype)
-    padded[:k] = frames
-    grid[:, :h, :, :w] = padded.reshape(rows, cols, h, w, c).transpose(0, 2, 1, 3, 4)
-    return grid.reshape(rows * (h + gap), cols * (w + gap), c)[:rows * (h + gap) - gap,
-                                                               :cols * (w + gap) - gap]
 
 
 # ---------------------------------------------------------------- the base class
