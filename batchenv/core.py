@@ -16,6 +16,7 @@ call-by-call semantics of each auto-reset mode.
 
 from __future__ import annotations
 
+import difflib
 import secrets
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
@@ -25,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -44,6 +46,8 @@ BASE_FIELDS: list[tuple[str, Any]] = [
 _BASE_NAMES = {name for name, _ in BASE_FIELDS}
 _MAX_LISTED = 10  # env indices listed in an error message
 _USE_CLASS_DEFAULT: Any = object()
+#: The keys ``BatchEnv.reset(options=...)`` accepts.
+RESET_OPTIONS = ("reset_mask",)
 
 
 class StepBeforeResetError(ResetNeeded, ValueError):
@@ -80,6 +84,11 @@ class BatchEnv(VectorEnv):
         validate: check every action (shape, dtype, range, NaN/inf). ``False`` skips the
             checks for speed; invalid actions then have undefined results.
         render_mode: one of ``metadata["render_modes"]`` or ``None``.
+
+    ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
+    per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
+    result once per env (``render`` and ``np_random_seed``: their per-env entries);
+    :meth:`set_attr` sets the batch's attribute (per-env values must be equal).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -97,6 +106,13 @@ class BatchEnv(VectorEnv):
     #: it, instead of filling its buffer and copying that (one copy less per step). Leave
     #: False when ``observe`` leaves entries alone or updates ``out`` incrementally.
     observe_fills_out: ClassVar[bool] = False
+    #: Names whose value on the batch already holds one entry per env (a sequence of
+    #: ``num_envs``): :meth:`call` and :meth:`get_attr` return them as a tuple as they are,
+    #: where any other attribute is one value shared by every env (see :meth:`call`).
+    per_env_attributes: ClassVar[frozenset[str]] = frozenset({"render", "np_random_seed"})
+    #: Per-env seed values of the current streams (see :attr:`np_random_seed`); None until
+    #: drawn or given.
+    _seed_values: np.ndarray | None = None
 
     def __init__(
         self,
@@ -199,24 +215,31 @@ class BatchEnv(VectorEnv):
 
         ``seed``: ``None`` (keep each stream; fresh entropy on the very first reset), an int
         ``s`` (env i gets seed ``s + i``, as ``SyncVectorEnv``) or a list of ``num_envs``
-        ints / ``None``. With a mask, only masked envs are reseeded.
+        ints / ``None``. With a mask, only masked envs are reseeded. Before the first full
+        reset, an all-True mask is a full reset and any other mask raises
+        :class:`StepBeforeResetError`.
         """
         self._check_open()
         mask = _check_options(options, self.num_envs)
         values, given = self._check_seed(seed)
         if mask is not None and self._needs_reset:
-            raise StepBeforeResetError(
-                "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
-                "unmasked envs have no state yet")
-        if not self._seeded:  # first reset: envs without a seed get fresh entropy
-            values[~given] = np.uint64(secrets.randbits(62)) + np.flatnonzero(~given).astype(
-                np.uint64)
+            if not mask.all():
+                raise StepBeforeResetError(
+                    "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
+                    "unmasked envs have no state yet")
+            mask = None  # an all-True mask is a full reset, as SyncVectorEnv takes it
+        if not self._seeded:  # first reset: envs without a seed get fresh entropy (drawn
+            fresh = self._pending_seeds()  # already if np_random_seed was asked for)
+            values[~given] = fresh[~given]
             given[:] = True
         reseed = given if mask is None else given & mask
         if reseed.any():
             rows = np.flatnonzero(reseed)
             self.state.rng_key[rows] = seed_keys(values[rows])
             self.state.rng_counter[rows] = 0
+            if self._seed_values is None:
+                self._seed_values = np.zeros(self.num_envs, dtype=np.uint64)
+            self._seed_values[rows] = values[rows]
         self._seeded = True
         if mask is None:
             self._reset_rows(self.state, self._rng)
@@ -307,6 +330,73 @@ class BatchEnv(VectorEnv):
         :attr:`reward_buffer`."""
         return self._terminated
 
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
+        """The seed of each env's random stream, a tuple of ``num_envs`` ints, as
+        ``SyncVectorEnv.np_random_seed``: ``(s, s+1, ..., s+n-1)`` after ``reset(seed=s)``;
+        the list's entries after ``reset(seed=[...])`` (envs given ``None`` keep theirs);
+        unchanged by ``reset()`` without a seed. Before the first reset, the fresh seeds
+        that the first unseeded reset will use (as a Gymnasium env draws its seed when
+        asked). ``-1`` (Gymnasium's "unknown") for an env whose stream was restored by
+        :meth:`set_state` from another seed's snapshot."""
+        if not self._seeded:
+            return tuple(self._pending_seeds().tolist())
+        seeds = self._seed_values
+        if seeds is None:  # set_state before any reset
+            return (-1,) * self.num_envs
+        known = seed_keys(seeds) == self.state.rng_key
+        return tuple(np.where(known, seeds.astype(np.int64), -1).tolist())
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call the batched env's method ``name`` with ``args``/``kwargs`` (or read the
+        attribute, if it is not callable), as ``SyncVectorEnv.call``, and return a tuple of
+        ``num_envs`` results.
+
+        The batch is one object, so the method runs **once**, on all envs together.
+        Attributes in :attr:`per_env_attributes` (``render``, ``np_random_seed``) already
+        give one entry per env: their entries are returned (``call("render")`` is the
+        frames of every env, ``(None,) * num_envs`` without a ``render_mode``). Any other
+        result is the batch's, shared by every env, and is returned once per env:
+        ``(result,) * num_envs`` (``get_attr("params")`` is ``(params,) * num_envs``, the
+        same object)."""
+        attr = getattr(self, name)
+        value = attr(*args, **kwargs) if callable(attr) else attr
+        if name not in self.per_env_attributes:
+            return (value,) * self.num_envs
+        if value is None:
+            return (None,) * self.num_envs
+        value = tuple(value)
+        if len(value) != self.num_envs:
+            raise RuntimeError(f"{type(self).__name__}.{name} is listed in "
+                               f"per_env_attributes but gave {len(value)} entries for "
+                               f"{self.num_envs} envs")
+        return value
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name``, one entry per env: :meth:`call` (as
+        ``SyncVectorEnv.get_attr``)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set the batch's attribute ``name``, as ``SyncVectorEnv.set_attr``: ``values`` is
+        one value for every env, or a list/tuple of ``num_envs`` values. The batch has one
+        attribute for all its envs, so a list's values must all be equal (else
+        ``ValueError`` names the envs that differ from env 0's). It sets the attribute
+        only: what the constructor derived from it (spaces, buffers) is not rebuilt."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr: values must be one value or a list/tuple of "
+                             f"num_envs={self.num_envs} values, got {len(values)} values")
+        first = values[0]
+        differ = [i for i, v in enumerate(values)
+                  if v is not first and not data_equivalence(v, first, exact=True)]
+        if differ:
+            raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
+                             f"all its envs, so per-env values must be equal; values differ "
+                             f"from env 0's at env indices {_listed(np.array(differ))}")
+        setattr(self, name, first)
+
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""
         self._check_open()
@@ -395,35 +485,25 @@ class BatchEnv(VectorEnv):
         self.observe(final, final_obs_rows)
         self._reset_subset(done)
         final_obs = np.full(self.num_envs, None, dtype=object)
-        final_obs[done] = list(final_obs_rows)
+        # each entry as the single env returns it: a Discrete observation is a Python int
+        # (as SyncVectorEnv's entries), anything else an array
+        entries = final_obs_rows.tolist() if isinstance(
+            self.single_observation_space, spaces.Discrete) else list(final_obs_rows)
+        final_obs[done] = entries
         return {"final_obs": final_obs, "_final_obs": self._episode_over.copy(),
                 "final_info": {}, "_final_info": self._episode_over.copy()}
 
+    def _pending_seeds(self) -> np.ndarray:
+        """Before the first reset: the fresh seeds (uint64, one per env) that envs reset
+        without a seed will use, drawn once."""
+        if self._seed_values is None:
+            self._seed_values = np.uint64(secrets.randbits(62)) + np.arange(
+                self.num_envs, dtype=np.uint64)
+        return self._seed_values
+
     def _check_seed(self, seed: Any) -> tuple[np.ndarray, np.ndarray]:
         """Per-env seed values (uint64) and which envs were given one."""
-        n = self.num_envs
-        if seed is None:
-            return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
-        if _is_int(seed):
-            seed = int(seed)
-            if not 0 <= seed <= MAX_SEED - n:
-                raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
-            self._np_random_seed = seed
-            return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            if len(seed) != n:
-                raise ValueError(f"seed as a list must have num_envs={n} entries, got "
-                                 f"{len(seed)}")
-            bad = [i for i, x in enumerate(seed)
-                   if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
-            if bad:
-                raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
-                                 f"bad entries at env indices {_listed(np.array(bad))}")
-            given = np.array([x is not None for x in seed], dtype=bool)
-            values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
-            return values, given
-        raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
-                        f"{type(seed).__name__}")
+        return check_seed(seed, self.num_envs)
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
@@ -461,6 +541,36 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
 
 def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def check_seed(seed: Any, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-env seeds of ``reset(seed=...)``: values (uint64) and which envs got one.
+
+    ``None``: no env; an int ``s``: env i gets ``s + i`` (as ``SyncVectorEnv``); a list of
+    ``num_envs`` ints / ``None``. Shared by ``BatchEnv`` and ``ConcurrentVectorEnv``.
+    """
+    n = num_envs
+    if seed is None:
+        return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
+    if _is_int(seed):
+        seed = int(seed)
+        if not 0 <= seed <= MAX_SEED - n:
+            raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
+        return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        if len(seed) != n:
+            raise ValueError(f"seed as a list must have num_envs={n} entries, got "
+                             f"{len(seed)}")
+        bad = [i for i, x in enumerate(seed)
+               if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
+        if bad:
+            raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
+                             f"bad entries at env indices {_listed(np.array(bad))}")
+        given = np.array([x is not None for x in seed], dtype=bool)
+        values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
+        return values, given
+    raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
+                    f"{type(seed).__name__}")
 
 
 def _check_num_envs(num_envs: Any, n: Any) -> int:
@@ -509,10 +619,14 @@ def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
         return None
     if not isinstance(options, Mapping):
         raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = set(options) - {"reset_mask"}
-    if unknown:
-        raise ValueError(f"options has unknown keys {sorted(unknown)}; "
-                         "BatchEnv.reset understands only 'reset_mask'")
+    unknown_keys = [key for key in options if key not in RESET_OPTIONS]
+    if unknown_keys:  # refused, not ignored: a misspelt key would silently reset every env
+        unknown = sorted(map(repr, unknown_keys))
+        close = [m for key in unknown_keys if isinstance(key, str)
+                 for m in difflib.get_close_matches(key, RESET_OPTIONS, n=1)]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"options has unknown keys [{', '.join(unknown)}]{hint}; "
+                         f"BatchEnv.reset accepts only the keys {list(RESET_OPTIONS)}")
     if "reset_mask" not in options:
         return None
     mask = _check_mask(options["reset_mask"], num_envs, "options['reset_mask']")
@@ -574,6 +688,9 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)
     buffer = np.zeros(shape, dtype=space.dtype)
+    integer_box = space.dtype.kind in "iu"
+    dtype_range = np.iinfo(space.dtype.name) if integer_box else None
+    lowest, highest = (int(dtype_range.min), int(dtype_range.max)) if dtype_range else (0, 0)
 
     def check(actions: Any) -> np.ndarray:
         a = np.asarray(actions)
@@ -583,16 +700,39 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the Box "
                              f"action space {space}, got shape {a.shape}")
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
-            rows = _bad_rows(~np.isfinite(a))
-            raise ValueError(f"actions contain NaN or inf at env indices {_listed(rows)}")
+        if integer_box:
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                rows = _bad_rows(~np.isfinite(a))
+                raise ValueError(f"actions contain NaN or inf at env indices "
+                                 f"{_listed(rows)}")
+            outside = (a < lowest) | (a > highest)
+            if outside.any():
+                rows = _bad_rows(outside)
+                raise ValueError(f"actions do not fit the action dtype {space.dtype} of "
+                                 f"{space} at env indices {_listed(rows)}")
+        else:
+            # checked after the cast: a finite float64 too large for float32 becomes inf
+            if a.dtype.kind == "f" and a.dtype.itemsize > buffer.itemsize:
+                with np.errstate(over="ignore", invalid="ignore"):  # reported below
+                    np.copyto(buffer, a, casting="unsafe")
+            else:
+                np.copyto(buffer, a, casting="unsafe")
+            if not np.isfinite(buffer).all():
+                bad = ~np.isfinite(buffer)
+                given = np.count_nonzero(~np.isfinite(a[bad])) if a.dtype.kind == "f" else 0
+                overflow = f"values that overflow the action dtype {space.dtype} (to inf)"
+                what = ("NaN or inf" if given == np.count_nonzero(bad) else
+                        overflow if given == 0 else f"NaN or inf, or {overflow}")
+                raise ValueError(f"actions contain {what} at env indices "
+                                 f"{_listed(_bad_rows(bad))}")
         if bounds == "raise":
             bad = (a < low) | (a > high)
             if bad.any():
                 rows = _bad_rows(bad)
                 raise ValueError(f"actions outside the bounds of {space} at env indices "
                                  f"{_listed(rows)}")
-        np.copyto(buffer, a, casting="unsafe")
+        if integer_box:
+            np.copyto(buffer, a, casting="unsafe")
         if bounds == "clip":
             np.clip(buffer, low, high, out=buffer)
         return buffer

@@ -1,7 +1,10 @@
 """ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
 
-    python benchmarks/bench_concurrent.py            # about a minute and a half
+    python benchmarks/bench_concurrent.py            # about two minutes
     python benchmarks/bench_concurrent.py --repeats 3
+    # against another version of the module, e.g. the one before a change, interleaved:
+    git show 3423df6:batchenv/concurrent.py > /tmp/old_concurrent.py  # the single-module version
+    python benchmarks/bench_concurrent.py --against /tmp/old_concurrent.py
 
 Prints medians over repeats (systems are measured interleaved, so a load spike on a shared
 machine hits them all) and the ratios the issue asks about:
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib.util
 import os
 import platform
 import statistics
@@ -96,6 +100,10 @@ def cartpole() -> gym.Env:
     return gym.make("CartPole-v1")
 
 
+CONCURRENT: list[str] = []  # the labels of our systems, filled in main()
+OTHER: dict[str, type] = {}  # --against: label -> the other version's ConcurrentVectorEnv
+
+
 def make_systems(n: int, which: list[str], fn: Callable[[], gym.Env],
                  afn: Callable[[], AsyncEnv] | None = None) -> dict[str, gym.vector.VectorEnv]:
     makers = {
@@ -104,6 +112,11 @@ def make_systems(n: int, which: list[str], fn: Callable[[], gym.Env],
         "Concurrent thread": lambda: ConcurrentVectorEnv([fn] * n, executor="thread"),
         "Concurrent asyncio": lambda: ConcurrentVectorEnv([afn or fn] * n, executor="asyncio"),
     }
+    for label, cls in OTHER.items():  # each version of ours next to the other
+        makers[f"{label} thread"] = lambda cls=cls: cls([fn] * n, executor="thread")
+        makers[f"{label} asyncio"] = lambda cls=cls: cls([afn or fn] * n, executor="asyncio")
+        which = [w for name in which for w in (
+            (name, f"{label} {name.split()[1]}") if name.startswith("Concurrent") else (name,))]
     return {name: makers[name]() for name in which}
 
 
@@ -144,6 +157,41 @@ def measure(systems: dict, steps: dict[str, int], repeats: int) -> dict[str, flo
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+def compare(label: str, cls: type, rounds: int) -> None:
+    """This version against another, closely interleaved: each round steps both for a few
+    steps, in alternating order; prints the median and quartiles of the per-round ratios of
+    time per step (< 1: this version is faster)."""
+    print(f"\nthis version vs {label}: time per step ratio, median [quartiles] of {rounds} "
+          "rounds")
+    cases = [("(a) 200 envs waiting 10 ms", 200, WaitEnv, AsyncWaitEnv, 5),
+             ("(b) 32 envs waiting 10 ms", 32, WaitEnv, AsyncWaitEnv, 5),
+             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100)]
+    for title, n, fn, afn, k in cases:
+        for executor in ("thread", "asyncio"):
+            env_fns = [afn if executor == "asyncio" else fn] * n
+            pair = [ConcurrentVectorEnv(env_fns, executor=executor),
+                    cls(env_fns, executor=executor)]
+            actions = np.zeros(n, dtype=np.int64)
+            for env in pair:
+                env.reset(seed=0)
+                for _ in range(3):
+                    env.step(actions)
+            ratios = []
+            for r in range(rounds):
+                times = [0.0, 0.0]
+                for j in ((0, 1) if r % 2 else (1, 0)):
+                    start = time.perf_counter()
+                    for _ in range(k):
+                        pair[j].step(actions)
+                    times[j] = time.perf_counter() - start
+                ratios.append(times[0] / times[1])
+            for env in pair:
+                env.close()
+            q = statistics.quantiles(ratios, n=4)
+            print(f"  {title:<30}{executor:<9}{statistics.median(ratios):.3f} "
+                  f"[{q[0]:.3f}, {q[2]:.3f}]")
+
+
 def report(title: str, n: int, per_step: dict[str, float], baseline: str, goal: str) -> None:
     """Print a table; ``goal`` "throughput" shows speed-ups, "time" shows time ratios."""
     print(f"\n{title}")
@@ -153,23 +201,39 @@ def report(title: str, n: int, per_step: dict[str, float], baseline: str, goal: 
     for name, t in per_step.items():
         ratio = base / t if goal == "throughput" else t / base
         print(f"  {name:<22}{t * 1e3:>10.3f}ms{n / t:>14,.0f}{ratio:>29.2f}x")
+    for label in OTHER:
+        for executor in ("thread", "asyncio"):
+            ours, other = f"Concurrent {executor}", f"{label} {executor}"
+            if ours in per_step and other in per_step:
+                print(f"  time per step, this version / {label}, {executor}: "
+                      f"{per_step[ours] / per_step[other]:.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="repeats per measurement")
+    parser.add_argument("--against", metavar="FILE", help="another version of "
+                        "batchenv/concurrent.py (a single module) to measure "
+                        "interleaved with this one, as 'other thread' / 'other asyncio'")
     args = parser.parse_args()
+    if args.against:
+        spec = importlib.util.spec_from_file_location("other_concurrent", args.against)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        OTHER["other"] = module.ConcurrentVectorEnv
     r = max(1, args.repeats)
     print(f"Python {platform.python_version()}, numpy {np.__version__}, gymnasium "
           f"{gym.__version__}, {os.cpu_count()} CPUs, {platform.machine()}; medians of {r} "
           "repeats")
     t0 = time.perf_counter()
+    CONCURRENT.extend(f"{label} {executor}" for label in ("Concurrent", *OTHER)
+                      for executor in ("thread", "asyncio"))
 
     n = 200
     per_step = measure(
         make_systems(n, ["SyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], WaitEnv,
                      AsyncWaitEnv),
-        {"SyncVectorEnv": 1, "Concurrent thread": 20, "Concurrent asyncio": 20},
+        {"SyncVectorEnv": 1, **dict.fromkeys(CONCURRENT, 20)},
         max(1, min(r, 3)),  # SyncVectorEnv takes 2 s per step
     )
     report(f"(a) {n} envs, each step waits {WAIT * 1e3:g} ms (goal: >= 50x SyncVectorEnv)",
@@ -179,7 +243,7 @@ def main() -> None:
     per_step = measure(
         make_systems(n, ["AsyncVectorEnv", "Concurrent thread", "Concurrent asyncio"], WaitEnv,
                      AsyncWaitEnv),
-        {"AsyncVectorEnv": 30, "Concurrent thread": 30, "Concurrent asyncio": 30},
+        {"AsyncVectorEnv": 30, **dict.fromkeys(CONCURRENT, 30)},
         r,
     )
     report(f"(b) {n} envs, each step waits {WAIT * 1e3:g} ms (goal: ahead of AsyncVectorEnv, "
@@ -189,8 +253,7 @@ def main() -> None:
     per_step = measure(
         make_systems(n, ["SyncVectorEnv", "Concurrent thread", "Concurrent asyncio",
                          "AsyncVectorEnv"], cartpole),
-        {"SyncVectorEnv": 1000, "Concurrent thread": 1000, "Concurrent asyncio": 1000,
-         "AsyncVectorEnv": 300},
+        {"SyncVectorEnv": 1000, **dict.fromkeys(CONCURRENT, 1000), "AsyncVectorEnv": 300},
         r,
     )
     report(f"(c) CartPole-v1, {n} envs, CPU-bound (goal: <= 3x SyncVectorEnv's time per step)",
@@ -201,11 +264,13 @@ def main() -> None:
                       (ReleasingWorkEnv, "C code releasing the GIL")):
         per_step = measure(
             make_systems(n, ["SyncVectorEnv", "Concurrent thread", "AsyncVectorEnv"], cls),
-            {"SyncVectorEnv": 20, "Concurrent thread": 20, "AsyncVectorEnv": 20},
+            {"SyncVectorEnv": 20, **dict.fromkeys(CONCURRENT, 20), "AsyncVectorEnv": 20},
             r,
         )
         report(f"(d) {n} envs, each step ~1 ms of CPU work, {what} (for the docs' table)",
                n, per_step, "SyncVectorEnv", "throughput")
+    for label, cls in OTHER.items():
+        compare(label, cls, rounds=10 * r)
     print(f"\ntotal benchmark time {time.perf_counter() - t0:.0f} s")
 
 

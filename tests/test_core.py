@@ -100,7 +100,7 @@ def test_seed_list_with_none_keeps_those_streams():
     assert after[1] == seed_keys(np.array([50]))[0]
     env.reset(seed=7)
     np.testing.assert_array_equal(env.get_state()["rng_key"], seed_keys(np.arange(7, 10)))
-    assert env.np_random_seed == 7
+    assert env.np_random_seed == (7, 8, 9)  # per env, as SyncVectorEnv
 
 
 def test_reset_without_seed_continues_streams_and_first_reset_draws_entropy():

@@ -442,3 +442,48 @@ def test_invariants_under_random_play(kwargs):
         assert np.all((st["right_y"] >= 2) & (st["right_y"] <= 27))
         assert np.all(st["score_left"][live] <= 5) and np.all(st["score_right"][live] <= 5)
         assert np.all(st["score_left"] >= 0) and np.all(st["score_right"] >= 0)
+
+
+@pytest.mark.parametrize("obs_type", ["pixels", "tiles"])
+@pytest.mark.parametrize("channel_axis", ["last", "first"])
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_channel_axis_gives_the_default_images_with_an_axis_of_one(obs_type, channel_axis,
+                                                                    mode):
+    """Every observation, final observations included, is the default (H, W) image of an
+    env stepped alongside with the same seed and actions, with the axis added."""
+    kwargs = dict(obs_type=obs_type, autoreset_mode=mode, points_to_win=1,
+                  max_episode_steps=30)
+    env = BatchPong(3, channel_axis=channel_axis, copy=False, **kwargs)
+    plain = BatchPong(3, **kwargs)
+    h, w = plain.single_observation_space.shape
+    shape = (h, w, 1) if channel_axis == "last" else (1, h, w)
+    assert env.single_observation_space == spaces.Box(0, plain.single_observation_space.high.max(),
+                                                      shape, np.uint8)
+    obs, _ = env.reset(seed=2)
+    expected, _ = plain.reset(seed=2)
+    np.testing.assert_array_equal(obs.reshape(3, h, w), expected)
+    rng = np.random.default_rng(0)
+    finals = 0
+    for _ in range(70):
+        actions = rng.integers(0, 3, 3)
+        obs, *_, info = env.step(actions)
+        expected, *_, expected_info = plain.step(actions)
+        assert obs.shape == (3, *shape)
+        np.testing.assert_array_equal(obs.reshape(3, h, w), expected)
+        for final, expected_final in zip(info.get("final_obs", ()),
+                                         expected_info.get("final_obs", ())):
+            if final is not None:
+                finals += 1
+                assert final.shape == shape
+                np.testing.assert_array_equal(final.reshape(h, w), expected_final)
+    assert finals > 0 or mode != "SameStep"
+    mirrored = BatchPong.mirror_obs(obs, obs_type, channel_axis)
+    np.testing.assert_array_equal(mirrored.reshape(3, h, w),
+                                  BatchPong.mirror_obs(expected, obs_type))
+
+
+def test_channel_axis_refused_for_state_and_unknown_values():
+    with pytest.raises(ValueError, match="channel_axis"):
+        BatchPong(2, channel_axis="last")  # state observation
+    with pytest.raises(ValueError, match="channel_axis must be one of"):
+        BatchPong(2, obs_type="pixels", channel_axis=-1)

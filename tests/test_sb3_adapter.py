@@ -6,7 +6,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 pytest.importorskip("stable_baselines3")
@@ -239,3 +239,111 @@ def test_sb3_ppo_learns_batch_cartpole():
     after, _ = evaluate_policy(model, eval_env(), n_eval_episodes=32)
     assert after > 200 and after > 5 * random_mean and after > before + 100, (
         before, after, random_mean)
+
+
+# ---------------------------------------------------------------- SB3's image pipeline
+class _Recorder(VectorWrapper):
+    """Keeps what the env returned last (the observations SB3 must see next) and the final
+    observation of every env whose episode ended at the last step: the oracle for what the
+    adapter and SB3's wrappers hand the policy."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.last = np.array(obs)
+        return obs, info
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.last = np.array(obs)
+        done = np.flatnonzero(terminated | truncated)
+        same_step = self.env.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+        self.final = {int(i): np.array(info["final_obs"][i] if same_step else obs[i])
+                      for i in done}
+        self.time_limit = truncated & ~terminated
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(("mode", "channel_axis"), [(mode, None) for mode in MODES]
+                         + [(AutoresetMode.SAME_STEP, "last")])
+def test_sb3_ppo_cnn_policy_on_stacked_pong_pixels(mode, channel_axis):
+    """The client's pipeline: VecTransposeImage(VecFrameStack(to_sb3(BatchPong(pixels)), 4))
+    under PPO's CnnPolicy, in every auto-reset mode. At every step the policy's observation
+    is (4, 84, 84) with the env's latest frame in the last channel, a finished episode's
+    terminal_observation ends with the env's true final frame, and the rollout buffer holds
+    the frames the policy was given."""
+    torch = pytest.importorskip("torch")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.torch_layers import NatureCNN
+    from stable_baselines3.common.vec_env import VecFrameStack, VecTransposeImage
+
+    torch.set_num_threads(1)
+    n, n_steps = 2, 48
+    layout = {} if channel_axis is None else {"channel_axis": channel_axis}  # None: the
+    recorder = _Recorder(BatchPong(n, obs_type="pixels", autoreset_mode=mode,  # client's
+                                   points_to_win=1, max_episode_steps=40, **layout))  # call
+    venv = VecTransposeImage(VecFrameStack(to_sb3(recorder), 4))
+    assert venv.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    venv.seed(3)
+
+    class Check(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[np.ndarray] = []
+            self.ends = 0
+
+        def _on_step(self) -> bool:
+            new_obs, infos = self.locals["new_obs"], self.locals["infos"]
+            assert new_obs.shape == (n, 4, 84, 84) and new_obs.dtype == np.uint8
+            np.testing.assert_array_equal(new_obs[:, -1], recorder.last.reshape(n, 84, 84))
+            done = np.flatnonzero(self.locals["dones"])
+            assert sorted(recorder.final) == done.tolist()
+            for i in done:
+                terminal = infos[i]["terminal_observation"]
+                assert terminal.shape == (4, 84, 84)
+                np.testing.assert_array_equal(terminal[-1], recorder.final[i].reshape(84, 84))
+                assert infos[i]["TimeLimit.truncated"] == recorder.time_limit[i]
+                self.ends += 1
+            self.seen.append(new_obs.copy())
+            return True
+
+    check = Check()
+    model = PPO("CnnPolicy", venv, n_steps=n_steps, batch_size=48, n_epochs=1, seed=0,
+                device="cpu")
+    assert isinstance(model.policy.features_extractor, NatureCNN)
+    model.learn(total_timesteps=3 * n * n_steps, callback=check)
+    assert len(check.seen) == 3 * n_steps
+    assert check.ends >= 2  # episodes ended (40-step limit, 1-point games)
+    # the rollout buffer's observation t + 1 is what the policy got after step t
+    stored = model.rollout_buffer.observations  # flattened env-major by the update
+    stored = stored.reshape(n, n_steps, 4, 84, 84).swapaxes(0, 1)
+    np.testing.assert_array_equal(stored[1:], np.stack(check.seen[-n_steps:-1]))
+
+
+def test_channel_first_pong_pixels_stack_without_transposing():
+    """EnvPool's layout: (1, 84, 84) frames stack channel-first to (4, 84, 84), which PPO's
+    CnnPolicy takes without VecTransposeImage."""
+    from stable_baselines3.common.preprocessing import is_image_space
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    env = BatchPong(2, obs_type="pixels", channel_axis="first")
+    assert to_sb3(env).observation_space.shape == (1, 84, 84)
+    stacked = VecFrameStack(to_sb3(env), 4)
+    assert stacked.observation_space.shape == (4, 84, 84)
+    assert is_image_space(stacked.observation_space, check_channels=False)
+    stacked.seed(0)
+    obs = stacked.reset()
+    frame, _ = BatchPong(2, obs_type="pixels").reset(seed=0)
+    np.testing.assert_array_equal(obs[:, -1], frame)
+
+
+def test_grayscale_images_get_a_channel_axis_only_when_asked_and_only_images():
+    pixels = BatchPong(2, obs_type="pixels")
+    assert to_sb3(pixels).observation_space.shape == (84, 84, 1)
+    assert to_sb3(pixels, add_channel_axis=False).observation_space.shape == (84, 84)
+    assert to_sb3(BatchPong(2, obs_type="tiles")).observation_space.shape == (30, 40)  # 0..2
+    venv = to_sb3(pixels)
+    venv.seed(1)
+    obs = venv.reset()
+    expected, _ = BatchPong(2, obs_type="pixels").reset(seed=1)
+    np.testing.assert_array_equal(obs, expected[..., None])

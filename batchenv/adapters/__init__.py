@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["to_sb3"]
 
 
-def to_sb3(vector_env: Any) -> SB3VecEnv:
+def to_sb3(vector_env: Any, *, add_channel_axis: bool = True) -> SB3VecEnv:
     """Wrap a Gymnasium ``VectorEnv`` (any batchenv env, or a Gymnasium vector env) as a
     Stable-Baselines3 ``VecEnv``; see :class:`batchenv.adapters.sb3.SB3VecEnv`.
+    ``add_channel_axis``: give SB3 ``(H, W)`` grayscale images as ``(H, W, 1)``, which its
+    image pipeline needs.
 
     Needs ``stable-baselines3`` (``pip install batchenv[sb3]``)."""
     from batchenv.adapters.sb3 import SB3VecEnv
 
-    return SB3VecEnv(vector_env)
+    return SB3VecEnv(vector_env, add_channel_axis=add_channel_axis)

@@ -29,6 +29,13 @@ observations out of the step's result and then resets exactly the finished envs 
 ``reset(options={"reset_mask": done})``, so the env never takes its no-op reset step. Both
 give SB3 the same transitions; SAME_STEP is slightly cheaper (no second call).
 
+Images: SB3 takes an observation for an image (``is_image_space``: the normalisation by 255,
+``CnnPolicy``, ``VecFrameStack``'s channel stacking, ``VecTransposeImage``) only when it is
+a uint8 ``Box`` in [0, 255] with three axes. A grayscale image without a channel axis,
+``(H, W)`` (ALE's ``obs_type="grayscale"``, ``BatchPong(obs_type="pixels")``), is therefore
+given to SB3 as ``(H, W, 1)`` (a view, no copy), as SB3's own ``AtariWrapper`` gives its
+frames; ``add_channel_axis=False`` keeps ``(H, W)``.
+
 The batched env is one object, not ``num_envs`` objects: :meth:`get_attr` and
 :meth:`env_method` act on it once and return the result once per requested index;
 :meth:`set_attr` sets the attribute of the whole batch and refuses a subset of indices.
@@ -40,6 +47,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 try:
@@ -73,9 +81,15 @@ class SB3VecEnv(VecEnv):
     env's per-env info of that step (``final_info`` under SAME_STEP, and keys added by vector
     wrappers such as ``RecordEpisodeStatistics``'s ``"episode"``, which SB3 logs like its
     ``Monitor``'s). The reset info of the next episode goes to ``reset_infos[i]``.
+
+    ``add_channel_axis`` (default True): a grayscale image observation without a channel
+    axis (uint8 ``Box`` in [0, 255] of shape ``(H, W)``) is given to SB3 as ``(H, W, 1)``,
+    the channel-last layout SB3's image pipeline (``VecFrameStack``, ``VecTransposeImage``,
+    ``CnnPolicy``) needs; every observation, ``terminal_observation`` included, is a view
+    of the env's with that axis added.
     """
 
-    def __init__(self, vector_env: VectorEnv) -> None:
+    def __init__(self, vector_env: VectorEnv, *, add_channel_axis: bool = True) -> None:
         if not isinstance(vector_env, VectorEnv):
             raise TypeError(f"to_sb3 needs a gymnasium.vector.VectorEnv, got "
                             f"{type(vector_env).__name__}")
@@ -87,7 +101,12 @@ class SB3VecEnv(VecEnv):
         # SB3 keeps the observations it is given.
         self._env_copies = getattr(vector_env.unwrapped, "copy", False) is True
         self._actions: np.ndarray | None = None
-        super().__init__(vector_env.num_envs, vector_env.single_observation_space,
+        observation_space = vector_env.single_observation_space
+        self._add_channel = bool(add_channel_axis) and _is_grayscale_image(observation_space)
+        if self._add_channel:
+            shape = (*observation_space.shape, 1)  # type: ignore[misc]  # a Box's: a tuple
+            observation_space = spaces.Box(0, 255, shape, np.uint8)  # type: ignore[arg-type]
+        super().__init__(vector_env.num_envs, observation_space,
                          vector_env.single_action_space)
         self.metadata = vector_env.metadata
 
@@ -141,7 +160,7 @@ class SB3VecEnv(VecEnv):
         time_limit = truncated & ~terminated
         for j, i in enumerate(rows.tolist()):
             infos[i].update(final_info.get(i, {}))
-            infos[i]["terminal_observation"] = final_obs[j]
+            infos[i]["terminal_observation"] = self._shaped(final_obs[j])
             infos[i]["TimeLimit.truncated"] = bool(time_limit[i])
             self.reset_infos[i] = dict(reset_info.get(i, {}))
         return self._own(obs), np.array(reward, dtype=np.float32), done, infos
@@ -183,7 +202,11 @@ class SB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------------ helpers
     def _own(self, array: np.ndarray) -> np.ndarray:
-        return array if self._env_copies else np.array(array)
+        return self._shaped(array if self._env_copies else np.array(array))
+
+    def _shaped(self, array: np.ndarray) -> np.ndarray:
+        """Observations as SB3 sees them: with a trailing channel axis for 2-D images."""
+        return array[..., None] if self._add_channel else array
 
     def _seed_argument(self) -> int | list[int | None] | None:
         seeds = self._seeds
@@ -224,6 +247,14 @@ class SB3VecEnv(VecEnv):
             return self.venv
         raise AttributeError(f"{type(self.venv).__name__} (and its wrapped envs) has no "
                              f"attribute {name!r}")
+
+
+def _is_grayscale_image(space: Any) -> bool:
+    """A uint8 ``Box`` of shape ``(H, W)`` with bounds [0, 255]: an image to SB3 once it
+    has a channel axis (``stable_baselines3.common.preprocessing.is_image_space``)."""
+    return (isinstance(space, spaces.Box) and space.dtype == np.uint8
+            and len(space.shape) == 2 and bool(np.all(space.low == 0))
+            and bool(np.all(space.high == 255)))
 
 
 def _wrapper_chain(env: Any) -> Iterable[Any]:

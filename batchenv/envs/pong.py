@@ -28,7 +28,8 @@ from batchenv.envs._pong_raster import (
 from batchenv.random import BatchRandom
 from batchenv.state import State, fields_view, put_rows, take_rows
 
-__all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES"]
+__all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES",
+           "CHANNEL_AXES"]
 
 NOOP, UP, DOWN = 0, 1, 2  # actions; y grows downwards, so UP moves a paddle to smaller y
 _DIRECTION = np.array([0.0, -1.0, 1.0], dtype=np.float32)  # paddle direction per action
@@ -188,6 +189,14 @@ class BatchPong(BatchEnv):
     levels of ALE's Pong (background 87, walls and ball 236, paddles 147 and 148), so a CNN
     written for preprocessed Atari Pong takes it unchanged.
 
+    ``channel_axis`` (tiles and pixels): ``None`` (default) gives ``(H, W)`` images with no
+    channel axis, like ALE's ``obs_type="grayscale"`` and Gymnasium's
+    ``AtariPreprocessing``; ``"last"`` gives ``(H, W, 1)``, the channel-last grayscale
+    frame of SB3's ``AtariWrapper`` and ``AtariPreprocessing(grayscale_newaxis=True)``, which
+    SB3's ``VecFrameStack`` stacks to ``(H, W, k)`` and ``VecTransposeImage`` turns into
+    ``(k, H, W)``; ``"first"`` gives ``(1, H, W)``, PyTorch's and EnvPool's channel-first
+    layout (EnvPool's Pong: ``(4, 84, 84)`` stacks). The same pixels in every layout.
+
     Tiles and pixels are updated in place (only the ball and paddles are redrawn); with
     ``copy=False`` the returned array is the env's read-only canvas.
 
@@ -215,8 +224,8 @@ class BatchPong(BatchEnv):
     ## Arguments
 
     ``BatchPong(num_envs, *, mode="cpu", obs_type=None, frameskip=1,
-    repeat_action_probability=0.0, pixel_shape=(84, 84), render_scale=8,
-    params=PongParams(...), **overrides, **BatchEnv options)``:
+    repeat_action_probability=0.0, pixel_shape=(84, 84), channel_axis=None,
+    render_scale=8, params=PongParams(...), **overrides, **BatchEnv options)``:
 
     * ``frameskip``: physics sub-steps per action (the action, made sticky or not, applies
       to each), rewards summed; an episode that ends at a sub-step stops there.
@@ -231,7 +240,9 @@ class BatchPong(BatchEnv):
     ## Version History
 
     * v0: initial version (vs CPU, state observation); modes, tile and pixel observations,
-      frameskip, sticky actions and rendering added without changing the defaults.
+      frameskip, sticky actions, rendering and ``channel_axis`` added without changing the
+      defaults (so no new version: ``channel_axis=None`` keeps the ``(H, W)`` images that
+      existing code stacks and feeds to its networks).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 30}
@@ -253,8 +264,8 @@ class BatchPong(BatchEnv):
     def __init__(self, num_envs: int | None = None, *, params: PongParams | None = None,
                  mode: str = "cpu", obs_type: str | None = None, frameskip: int = 1,
                  repeat_action_probability: float = 0.0,
-                 pixel_shape: tuple[int, int] = (84, 84), render_scale: int = 8,
-                 **kwargs: Any) -> None:
+                 pixel_shape: tuple[int, int] = (84, 84), channel_axis: str | None = None,
+                 render_scale: int = 8, **kwargs: Any) -> None:
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in _PARAM_NAMES}
         self.params = dataclasses.replace(params or PongParams(), **overrides)
         if mode not in MODES:
@@ -269,10 +280,16 @@ class BatchPong(BatchEnv):
         if not 0.0 <= repeat_action_probability <= 1.0:
             raise ValueError(f"repeat_action_probability must be in [0, 1], got "
                              f"{repeat_action_probability!r}")
+        if channel_axis not in CHANNEL_AXES:
+            raise ValueError(f"channel_axis must be one of {CHANNEL_AXES}, got "
+                             f"{channel_axis!r}")
+        if channel_axis is not None and obs_type == "state":
+            raise ValueError("channel_axis applies to image observations (obs_type='tiles' "
+                             "or 'pixels'), not to obs_type='state'")
         if isinstance(render_scale, bool) or not isinstance(render_scale, (int, np.integer)) \
                 or render_scale < 1:
             raise ValueError(f"render_scale must be an int >= 1, got {render_scale!r}")
-        self.mode, self.obs_type = mode, obs_type
+        self.mode, self.obs_type, self.channel_axis = mode, obs_type, channel_axis
         self.frameskip = int(frameskip)
         self.repeat_action_probability = float(repeat_action_probability)
         self.render_scale = int(render_scale)
@@ -303,8 +320,10 @@ class BatchPong(BatchEnv):
                     raise ValueError(f"pixel_shape must be (rows, cols), got {pixel_shape!r}")
                 self.layout = pixel_layout(court, p.paddle_height, shape)
                 high = 255
-            self.single_observation_space = spaces.Box(
-                0, high, (self.layout.height, self.layout.width), dtype=np.uint8)
+            image = (self.layout.height, self.layout.width)
+            self._image_shape = image
+            shape = {None: image, "last": (*image, 1), "first": (1, *image)}[channel_axis]
+            self.single_observation_space = spaces.Box(0, high, shape, dtype=np.uint8)
         if mode != "cpu":
             self.single_action_space = spaces.MultiDiscrete([3, 3])
         super().__init__(num_envs, **kwargs)
@@ -449,15 +468,24 @@ class BatchPong(BatchEnv):
             np.add(tmp, self._obs_offset_col, out=out.T)
         elif out is self._obs and s is self.state:
             if out.flags.writeable:
-                self._raster.update(s, out)
+                self._raster.update(s, self._images(out))
             else:  # copy=False: the canvas is read-only for the caller
                 out.flags.writeable = True
                 try:
-                    self._raster.update(s, out)
+                    self._raster.update(s, self._images(out))
                 finally:
                     out.flags.writeable = False
         else:
-            self._raster.draw(s, out)
+            self._raster.draw(s, self._images(out))
+
+    def _images(self, out: np.ndarray) -> np.ndarray:
+        """``out`` as ``(rows, H, W)`` images: with a channel axis of 1, a view without it
+        (the buffers are C-contiguous, so the reshape copies nothing)."""
+        if self.channel_axis is None:
+            return out
+        if not out.flags.c_contiguous:  # reshape would copy: the drawing would be lost
+            raise ValueError("observe: image buffers must be C-contiguous")
+        return out.reshape(len(out), *self._image_shape)
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         super().__setstate__(d)
@@ -504,10 +532,17 @@ class BatchPong(BatchEnv):
         return tile_images(frames, cols, gap)
 
     @staticmethod
-    def mirror_obs(obs: np.ndarray, obs_type: str = "state") -> np.ndarray:
+    def mirror_obs(obs: np.ndarray, obs_type: str = "state",
+                   channel_axis: str | None = None) -> np.ndarray:
         """The right player's view of observations (a batch): the court flipped left-right,
         so the right paddle appears as the left one (for self-play in ``two_player``). For
-        pixels the two paddles' gray levels are swapped too."""
+        pixels the two paddles' gray levels are swapped too. ``channel_axis``: as the env's
+        (images with a channel axis last are flipped along the axis before it)."""
+        if channel_axis not in CHANNEL_AXES:
+            raise ValueError(f"channel_axis must be one of {CHANNEL_AXES}, got "
+                             f"{channel_axis!r}")
+        if channel_axis == "last" and obs_type != "state":
+            return BatchPong.mirror_obs(obs[..., 0], obs_type)[..., None]
         if obs_type == "state":
             out = np.array(obs, dtype=np.float32, copy=True)
             out[..., 0] *= -1
@@ -527,6 +562,11 @@ _SWAP_PADDLE_LEVELS = np.arange(256, dtype=np.uint8)
 _SWAP_PADDLE_LEVELS[[_PIXEL_LEVELS.left_paddle, _PIXEL_LEVELS.right_paddle]] = [
     _PIXEL_LEVELS.right_paddle, _PIXEL_LEVELS.left_paddle]
 OBS_TYPES = ("state", "tiles", "pixels")
+#: Where image observations put their channel axis (of length 1): None, no channel axis
+#: (ALE's grayscale frames, Gymnasium's AtariPreprocessing); "last", (H, W, 1) (SB3's
+#: AtariWrapper, AtariPreprocessing(grayscale_newaxis=True)); "first", (1, H, W) (PyTorch,
+#: EnvPool).
+CHANNEL_AXES = (None, "last", "first")
 
 
 _PARAM_NAMES = {f.name for f in dataclasses.fields(PongParams)}
