@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from batchenv.entities import first_free
+from batchenv.entities import Grid, first_free
 from batchenv.envs.minatar._base import (
     FIRE,
     GRID,
@@ -44,7 +44,6 @@ FASTEST_SPAWN, FASTEST_MOVE = 1, 2  # the ramp stops at spawn speed 1 and move i
 ENEMY_SLOTS = 32
 _BIT = (1 << np.arange(GRID)).astype(np.uint16)  # row masks: bit x is column x
 _ROW_BITS = np.uint16((1 << GRID) - 1)
-_UNPACK = ((np.arange(1 << GRID)[:, None] >> np.arange(GRID)) & 1).astype(bool)
 # The submarine's moves by MinAtar action (n, l, u, r, d, f); _FACING: -1 keeps its heading
 _DX = np.array([0, -1, 0, 1, 0, 0], dtype=np.int8)
 _DY = np.array([0, 0, -1, 0, 1, 0], dtype=np.int8)
@@ -54,6 +53,7 @@ _STEP = np.array([-1, 1], dtype=np.int8)  # a column step by "moving right" (Fal
 _OXYGEN_BAR = np.arange(GRID)[None, :] < np.arange(GRID + 1)[:, None]  # (11, 10)
 _DIVER_BAR = ((np.arange(GRID)[None, :] >= GRID - 1 - np.arange(MAX_DIVERS + 1)[:, None])
               & (np.arange(GRID)[None, :] < GRID - 1))  # (7, 10)
+_ROW_CELLS = ((np.arange(1 << GRID)[:, None] >> np.arange(GRID)) & 1).astype(bool)
 #: Bullet-capture order keys: a sub's key is above every fish's (see capture_bullets)
 _SUB_KEY = np.int64(1) << np.int64(32)
 _ZERO, _NINE, _EIGHT = (np.array(v, dtype=np.int8) for v in (0, GRID - 1, DEEPEST))
@@ -61,6 +61,11 @@ _ZERO, _NINE, _EIGHT = (np.array(v, dtype=np.int8) for v in (0, GRID - 1, DEEPES
 # channels (MinAtar's order)
 SUB_FRONT, SUB_BACK, FRIENDLY_BULLET, TRAIL, ENEMY_BULLET, ENEMY_FISH, ENEMY_SUB, \
     OXYGEN_GAUGE, DIVER_GAUGE, DIVER = range(10)
+_CHANNELS = 10
+#: The trail (the cell behind an enemy or diver, channel 3) from the flat index of its
+#: cell's channel 0: one column right of a left-mover, one column left of a right-mover
+_TRAIL_LEFT_MOVER = _CHANNELS + TRAIL
+_TRAIL_RIGHT_MOVER_SHIFT = -2 * _CHANNELS
 
 
 class BatchSeaquest(MinAtarEnv):
@@ -214,7 +219,6 @@ class BatchSeaquest(MinAtarEnv):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._slot_rows = np.arange(self.num_envs)
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
         s.sub_x[:] = SUB_START_X
@@ -246,11 +250,12 @@ class BatchSeaquest(MinAtarEnv):
         spawn_enemies(s, words[1], words[2], words[3])
         spawn_divers(s, words[4], words[5])
         resolve_action(s, a)
-        move_friendly_bullets(s, reward)
+        en = Enemies(s)
+        move_friendly_bullets(s, en, reward)
         move_divers(s)
-        enemy_alive, moved = move_enemies(s, terminated)
-        capture_bullets(s, moved, reward)
-        enemy_subs_fire(s, enemy_alive)
+        enemy_alive, moved = move_enemies(s, en, terminated)
+        capture_bullets(s, en, moved, reward)
+        enemy_subs_fire(s, en, enemy_alive)
         move_enemy_bullets(s, terminated)
         count_down_timers(s)
         breathe(s, reward, terminated, self.difficulty_ramping)
@@ -260,26 +265,53 @@ class BatchSeaquest(MinAtarEnv):
         n = len(s)
         out.fill(False)
         bottom = out[:, GRID - 1]
-        level = np.maximum(s.oxygen, 0) * 10 // MAX_OXYGEN
-        bottom[:, :, OXYGEN_GAUGE] = _OXYGEN_BAR[level]
-        bottom[:, :, DIVER_GAUGE] = _DIVER_BAR[np.clip(s.diver_count, 0, MAX_DIVERS)]
-        out[:, :, :, ENEMY_BULLET] = _UNPACK[s.eb_left | s.eb_right]
+        level = np.maximum(s.oxygen, 0, dtype=np.intp)
+        level *= 10
+        level //= MAX_OXYGEN
+        bottom[:, :, OXYGEN_GAUGE] = _OXYGEN_BAR.take(level, axis=0)
+        divers = np.clip(s.diver_count, 0, MAX_DIVERS).astype(np.intp)
+        bottom[:, :, DIVER_GAUGE] = _DIVER_BAR.take(divers, axis=0)
         grid = self.grid(n)
+        en = Enemies(s)
         back = s.sub_x - _STEP[s.sub_right.view(np.int8)]
         cells = [grid.cells(s.sub_y, s.sub_x, SUB_FRONT), grid.cells(s.sub_y, back, SUB_BACK),
-                 grid.cells(s.fb_y, s.fb_x, FRIENDLY_BULLET)[s.fb_alive]]
-        for x, y, right, alive, channel in (
-                (s.en_x, s.en_y, s.en_right, s.en_alive, None),
-                (s.dv_x, s.dv_y, s.dv_right, s.dv_alive, DIVER)):
-            if channel is None:  # fish or sub
-                body = grid.cells(y, x, ENEMY_FISH) + s.en_sub
-            else:
-                body = grid.cells(y, x, channel)
-            cells.append(body[alive])
-            trail_x = x - _STEP[right.view(np.int8)]
-            trail = alive & (trail_x >= 0) & (trail_x < GRID)
-            cells.append(grid.cells(y, trail_x, TRAIL)[trail])
+                 grid.cells(s.fb_y, s.fb_x, FRIENDLY_BULLET)[s.fb_alive],
+                 enemy_bullet_cells(s, grid)]
+        for x, y, right, alive, body in ((en.x, en.y, en.right, en.alive, ENEMY_FISH + en.sub),
+                                         (s.dv_x, s.dv_y, s.dv_right, s.dv_alive, DIVER)):
+            cell = grid.cells(y, x, 0)
+            cells.append((cell + body)[alive])
+            behind_on_board = np.where(right, x > 0, x < GRID - 1)
+            trail = cell + _TRAIL_LEFT_MOVER
+            trail += right * _TRAIL_RIGHT_MOVER_SHIFT
+            cells.append(trail[alive & behind_on_board])
         out.reshape(-1)[np.concatenate(cells)] = True
+
+
+def enemy_bullet_cells(s: State, grid: Grid) -> np.ndarray:
+    """Flat observation indices of the enemy bullets (few: the rows holding any, then the
+    columns of each such row from a table)."""
+    masks = s.eb_left | s.eb_right
+    env, row = masks.nonzero()
+    if not len(env):
+        return np.empty(0, dtype=np.intp)
+    pair, column = _ROW_CELLS.take(masks[env, row].astype(np.intp), axis=0).nonzero()
+    return (grid.row_base[env[pair]] + row[pair] * grid.y_stride + column * grid.x_stride
+            + ENEMY_BULLET)
+
+
+class Enemies:
+    """The enemy slots in use: views of the enemy fields up to the last slot alive in any
+    env (slots beyond are dead everywhere, so the rules may skip them; enemies fill the
+    first free slot, so few slots are in use unless the game is crowded)."""
+
+    __slots__ = ("x", "y", "right", "timer", "shot", "sub", "alive", "stamp")
+
+    def __init__(self, s: State) -> None:
+        used = s.en_alive.any(axis=0)
+        width = len(used) - int(used[::-1].argmax()) if used.any() else 0
+        for name in self.__slots__:
+            setattr(self, name, getattr(s, "en_" + name)[:, :width])
 
 
 def spawn_enemies(s: State, side_word: np.ndarray, kind_word: np.ndarray,
@@ -362,7 +394,7 @@ def resolve_action(s: State, a: np.ndarray) -> None:
     np.copyto(s.sub_right, facing == 1, where=facing >= 0)
 
 
-def move_friendly_bullets(s: State, reward: np.ndarray) -> None:
+def move_friendly_bullets(s: State, en: Enemies, reward: np.ndarray) -> None:
     """Each friendly bullet, the newer first, moves a column; off the board it is gone,
     else it destroys the first fish in its cell (the oldest), else the first sub, and
     disappears (+1)."""
@@ -374,15 +406,15 @@ def move_friendly_bullets(s: State, reward: np.ndarray) -> None:
         if not alive.any():
             continue
         idx = alive.nonzero()[0]
-        here = (s.en_alive[idx] & (s.en_x[idx] == x[idx, None])
-                & (s.en_y[idx] == s.fb_y[idx, slot, None]))
+        here = (en.alive[idx] & (en.x[idx] == x[idx, None])
+                & (en.y[idx] == s.fb_y[idx, slot, None]))
         if not here.any():
             continue
-        key = np.where(here, s.en_stamp[idx] + s.en_sub[idx] * _SUB_KEY, np.iinfo(np.int64).max)
+        key = np.where(here, en.stamp[idx] + en.sub[idx] * _SUB_KEY, np.iinfo(np.int64).max)
         victim = key.argmin(axis=1)
         hit = here[np.arange(len(idx)), victim]
         rows = idx[hit]
-        s.en_alive[rows, victim[hit]] = False
+        en.alive[rows, victim[hit]] = False
         alive[rows] = False
         reward[rows] += 1.0
 
@@ -411,29 +443,31 @@ def move_divers(s: State) -> None:
         s.diver_count += picked
 
 
-def move_enemies(s: State, terminated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def move_enemies(s: State, en: Enemies, terminated: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Each enemy in the submarine's cell ends the episode; an enemy whose move timer ran
     out moves a column (its timer restarts at the move interval; off the board it is
     gone, onto the submarine it ends the episode), else its timer counts down. Returns
     the enemies alive before the move (subs among them may fire) and those that moved
     within the board, not onto the submarine (they may run into a bullet)."""
-    alive = s.en_alive.copy()
-    x = s.en_x
-    on_row = alive & (s.en_y == s.sub_y[:, None])
+    alive = en.alive.copy()
+    x = en.x
+    on_row = alive & (en.y == s.sub_y[:, None])
     terminated |= (on_row & (x == s.sub_x[:, None])).any(axis=1)
-    timer = s.en_timer
+    timer = en.timer
     moving = alive & (timer == 0)
     timer -= alive
     np.copyto(timer, s.move_speed[:, None], where=moving)
-    x += moving * _STEP[s.en_right.view(np.int8)]
+    x += moving * _STEP[en.right.view(np.int8)]
     inside = (x >= 0) & (x < GRID)
-    s.en_alive &= inside | ~moving
+    en.alive &= inside | ~moving
     landed = moving & inside & on_row & (x == s.sub_x[:, None])
     terminated |= landed.any(axis=1)
     return alive, moving & inside & ~landed
 
 
-def capture_bullets(s: State, moved: np.ndarray, reward: np.ndarray) -> None:
+def capture_bullets(s: State, en: Enemies, moved: np.ndarray, reward: np.ndarray
+                    ) -> None:
     """An enemy that moved into a friendly bullet's cell destroys it and is destroyed
     (+1). MinAtar goes through the subs (newest first), then the fish (newest first), each
     taking the first (older) bullet in its cell: so the older bullet goes to the first
@@ -443,36 +477,36 @@ def capture_bullets(s: State, moved: np.ndarray, reward: np.ndarray) -> None:
         if not bullet.any():
             continue
         idx = bullet.nonzero()[0]
-        here = (moved[idx] & s.en_alive[idx] & (s.en_x[idx] == s.fb_x[idx, slot, None])
-                & (s.en_y[idx] == s.fb_y[idx, slot, None]))
+        here = (moved[idx] & en.alive[idx] & (en.x[idx] == s.fb_x[idx, slot, None])
+                & (en.y[idx] == s.fb_y[idx, slot, None]))
         if not here.any():
             continue
-        key = np.where(here, s.en_stamp[idx] + s.en_sub[idx] * _SUB_KEY, -1)
+        key = np.where(here, en.stamp[idx] + en.sub[idx] * _SUB_KEY, -1)
         taker = key.argmax(axis=1)
         hit = here[np.arange(len(idx)), taker]
         rows = idx[hit]
-        s.en_alive[rows, taker[hit]] = False
+        en.alive[rows, taker[hit]] = False
         bullet[rows] = False
         reward[rows] += 1.0
 
 
-def enemy_subs_fire(s: State, alive: np.ndarray) -> None:
+def enemy_subs_fire(s: State, en: Enemies, alive: np.ndarray) -> None:
     """Each sub alive before the move (even one shot or gone since) whose shot timer ran
     out fires a bullet from its cell, heading its way, and its timer restarts at 10; else
     its timer counts down."""
-    subs = alive & s.en_sub
-    shot = s.en_shot
+    subs = alive & en.sub
+    shot = en.shot
     firing = subs & (shot == 0)
     shot -= subs
     if not firing.any():
         return
     shot[firing] = ENEMY_SHOT_INTERVAL
     rows, slots = firing.nonzero()
-    x = s.en_x[rows, slots]
+    x = en.x[rows, slots]
     inside = (x >= 0) & (x < GRID)  # a bullet fired off the board leaves it at once
     rows, slots, x = rows[inside], slots[inside], x[inside]
-    cell = rows * GRID + s.en_y[rows, slots]
-    right = s.en_right[rows, slots]
+    cell = rows * GRID + en.y[rows, slots]
+    right = en.right[rows, slots]
     np.bitwise_or.at(s.eb_right.reshape(-1), cell[right], _BIT[x[right]])
     np.bitwise_or.at(s.eb_left.reshape(-1), cell[~right], _BIT[x[~right]])
 
