@@ -241,7 +241,7 @@ class BatchSeaquest(MinAtarEnv):
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = rng.draws(self.step_words)
+        words = self.step_draws(s, rng)
         a = self.game_actions(s, action, words[0])
         reward = self.reward_buffer
         terminated = self.terminated_buffer

@@ -167,7 +167,7 @@ class BatchSpaceInvaders(MinAtarEnv):
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = rng.draws(self.step_words)
+        words = self.step_draws(s, rng)
         a = self.game_actions(s, action, words[0])
         new_bullets = resolve_action(s, a)
         advance_bullets(s, new_bullets)
