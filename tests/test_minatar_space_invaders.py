@@ -129,6 +129,7 @@ def inject(env: BatchSpaceInvaders, refs: list) -> None:
         st["alien_move_timer"][i], st["alien_shot_timer"][i] = (g.alien_move_timer,
                                                                 g.alien_shot_timer)
         st["shot_timer"][i] = g.shot_timer
+        st["alien_count"][i] = np.count_nonzero(g.alien_map)
         for ours, theirs in (("aliens", g.alien_map), ("f_bullets", g.f_bullet_map),
                              ("e_bullets", g.e_bullet_map)):
             st[ours][i] = (np.asarray(theirs, dtype=bool) * bits).sum(axis=1)

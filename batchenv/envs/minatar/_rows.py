@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ROW_BITS", "BIT", "POPCOUNT", "RowCells"]
+__all__ = ["ROW_BITS", "BIT", "POPCOUNT", "RowCells", "set_bits"]
 
 ROW_BITS = 10  # cells in a row
 BIT = (1 << np.arange(ROW_BITS)).astype(np.uint16)  # the mask of column x
 #: Bits set in each 10-bit mask (np.bitwise_count needs numpy >= 2).
 POPCOUNT = np.array([bin(m).count("1") for m in range(1 << ROW_BITS)], dtype=np.int16)
 _CELLS = ((np.arange(1 << ROW_BITS)[:, None] >> np.arange(ROW_BITS)) & 1).astype(np.uint8)
+_IS_SET = _CELLS.astype(bool)
 # a row's 10 cell bytes as one uint64 (cells 0-7) and one uint16 (cells 8-9)
 _LOW = np.ascontiguousarray(_CELLS[:, :8]).view(np.uint64).ravel()
 _HIGH = np.ascontiguousarray(_CELLS[:, 8:]).view(np.uint16).ravel()
@@ -45,3 +46,14 @@ class RowCells:
         self._rows["low"] = self._low
         self._rows["high"] = self._high
         return self._cells
+
+
+def set_bits(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The set cells of row masks ``(n, rows)``, as ``(env, row, column)`` index arrays: for
+    sparse boards (bullets), where painting a few cells beats unpacking every row."""
+    flat = masks.reshape(-1)
+    pairs = np.not_equal(flat, 0).nonzero()[0]  # (bool arrays have numpy's fast nonzero)
+    bits = _IS_SET.take(flat[pairs].astype(np.intp), axis=0).reshape(-1).nonzero()[0]
+    which, column = np.divmod(bits, ROW_BITS)
+    env, row = np.divmod(pairs[which], masks.shape[1])
+    return env, row, column

@@ -16,6 +16,7 @@ from batchenv.envs.minatar._base import (
     rand_below,
     randint,
 )
+from batchenv.envs.minatar._rows import set_bits
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
@@ -53,7 +54,6 @@ _STEP = np.array([-1, 1], dtype=np.int8)  # a column step by "moving right" (Fal
 _OXYGEN_BAR = np.arange(GRID)[None, :] < np.arange(GRID + 1)[:, None]  # (11, 10)
 _DIVER_BAR = ((np.arange(GRID)[None, :] >= GRID - 1 - np.arange(MAX_DIVERS + 1)[:, None])
               & (np.arange(GRID)[None, :] < GRID - 1))  # (7, 10)
-_ROW_CELLS = ((np.arange(1 << GRID)[:, None] >> np.arange(GRID)) & 1).astype(bool)
 #: Bullet-capture order keys: a sub's key is above every fish's (see capture_bullets)
 _SUB_KEY = np.int64(1) << np.int64(32)
 _ZERO, _NINE, _EIGHT = (np.array(v, dtype=np.int8) for v in (0, GRID - 1, DEEPEST))
@@ -289,14 +289,9 @@ class BatchSeaquest(MinAtarEnv):
 
 
 def enemy_bullet_cells(s: State, grid: Grid) -> np.ndarray:
-    """Flat observation indices of the enemy bullets (few: the rows holding any, then the
-    columns of each such row from a table)."""
-    masks = s.eb_left | s.eb_right
-    env, row = masks.nonzero()
-    if not len(env):
-        return np.empty(0, dtype=np.intp)
-    pair, column = _ROW_CELLS.take(masks[env, row].astype(np.intp), axis=0).nonzero()
-    return (grid.row_base[env[pair]] + row[pair] * grid.y_stride + column * grid.x_stride
+    """Flat observation indices of the enemy bullets (few: painted cell by cell)."""
+    env, row, column = set_bits(s.eb_left | s.eb_right)
+    return (grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
             + ENEMY_BULLET)
 
 

@@ -15,7 +15,7 @@ from batchenv.envs.minatar._base import (
     STICKY_FIELDS,
     MinAtarEnv,
 )
-from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells
+from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells, set_bits
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
@@ -27,6 +27,7 @@ ENEMY_MOVE_INTERVAL = 12  # enemy_move_interval: the first wave's steps between 
 ENEMY_SHOT_INTERVAL = 10  # enemy_shot_interval: steps between alien shots
 FASTEST_MOVE_INTERVAL = 6  # the ramp stops there (``enemy_move_interval > 6``)
 CANNON_START = 5  # reset(): self.pos = 5
+WAVE_SIZE = 24  # alien_map[0:4, 2:8] = 1
 
 _BIT = BIT
 _WAVE_ROW = np.uint16(sum(1 << x for x in range(2, 8)))  # alien_map[0:4, 2:8] = 1
@@ -142,6 +143,7 @@ class BatchSpaceInvaders(MinAtarEnv):
         ("alien_shot_timer", np.int8),  # steps to the next alien shot
         ("shot_timer", np.int8),  # the cannon's cool-down
         ("ramp_index", np.int8),  # waves that sped up (difficulty_ramp())
+        ("alien_count", np.int8),  # aliens left (np.count_nonzero(alien_map))
         ("aliens", np.uint16, (GRID,)),  # alien_map as row masks: bit x of row y
         ("f_bullets", np.uint16, (GRID,)),  # f_bullet_map (the cannon's), row masks
         ("e_bullets", np.uint16, (GRID,)),  # e_bullet_map (the aliens'), row masks
@@ -163,6 +165,7 @@ class BatchSpaceInvaders(MinAtarEnv):
         s.alien_move_timer[:] = ENEMY_MOVE_INTERVAL
         s.alien_shot_timer[:] = ENEMY_SHOT_INTERVAL
         s.ramp_index[:] = 0
+        s.alien_count[:] = WAVE_SIZE
         s.shot_timer[:] = 0
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
@@ -182,34 +185,38 @@ class BatchSpaceInvaders(MinAtarEnv):
         return reward, terminated
 
     def observe(self, s: State, out: np.ndarray) -> None:
-        # Channels go in pairs, one uint16 per cell and pair (little-endian: the first
-        # channel in the low byte): (cannon, alien), (alien_left, alien_right),
-        # (friendly_bullet, enemy_bullet); each pair is then one copy into the interleaved
-        # observation. Cells are 0/1 bytes, so times 256 moves one to the high byte.
+        # The aliens' channels go in pairs, one uint16 per cell and pair (little-endian: the
+        # first channel in the low byte): (cannon, alien), (alien_left, alien_right); each
+        # pair is then one copy into the interleaved observation (cells are 0/1 bytes, so
+        # times 256 moves one to the high byte). Bullets are few: painted cell by cell.
         n = len(s)
         scratch = self._scratch.get(n)
         if scratch is None:
             self._scratch.clear()
             scratch = self._scratch[n] = _Scratch(n)
+        out.fill(False)  # (a memset: cheaper than clearing the bullets' pair alone)
         pairs = out.view(np.uint16)  # (n, 10, 10, 3)
         pair = scratch.pair
         aliens = scratch.aliens(s.aliens)
         np.multiply(aliens, _HIGH_BYTE, out=pair)
         np.copyto(pairs[..., 0], pair)
-        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None], out=pair)
+        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None],
+                    out=pair)
         np.copyto(pairs[..., 1], pair)
-        np.multiply(scratch.e_bullets(s.e_bullets), _HIGH_BYTE, out=pair)
-        np.add(pair, scratch.f_bullets(s.f_bullets), out=pair)
-        np.copyto(pairs[..., 2], pair)
-        out[scratch.rows, _BOTTOM, s.pos, 0] = True  # the cannon
+        grid = self.grid(n)
+        cells = [grid.cells(np.full(n, _BOTTOM, dtype=np.int8), s.pos, 0)]  # the cannon
+        for board, channel in ((s.f_bullets, 4), (s.e_bullets, 5)):
+            env, row, column = set_bits(board)
+            cells.append(grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
+                         + channel)
+        out.reshape(-1)[np.concatenate(cells)] = True
 
 
 class _Scratch:
     """Observation buffers for ``n`` envs (see :mod:`batchenv.envs.minatar._rows`)."""
 
     def __init__(self, n: int) -> None:
-        self.rows = np.arange(n)
-        self.aliens, self.f_bullets, self.e_bullets = (RowCells((n, GRID)) for _ in range(3))
+        self.aliens = RowCells((n, GRID))
         self.pair = np.empty((n, GRID, GRID), dtype=np.uint16)
 
 
@@ -228,13 +235,16 @@ def resolve_action(s: State, a: np.ndarray) -> np.ndarray:
 def advance_bullets(s: State, new_bullets: np.ndarray) -> None:
     """The cannon's bullets (with the new ones from the bottom row) rise a row, leaving
     the board above row 0; the aliens' bullets fall a row, leaving it below row 9."""
-    f = s.f_bullets
-    f[:, :_BOTTOM - 1] = f[:, 1:_BOTTOM]
-    f[:, _BOTTOM - 1] = new_bullets  # row 9 held only new bullets (it is cleared each step)
-    f[:, _BOTTOM] = 0
-    e = s.e_bullets
-    e[:, 1:] = e[:, :_BOTTOM]
-    e[:, 0] = 0
+    # Each env's 10 rows are consecutive in memory: shifting the whole (n * 10) array by
+    # one row moves every env's rows at once, and the rows that cross into the next env
+    # (row 0 of the cannon's bullets, row 9 of the aliens') are the ones overwritten below.
+    f = s.f_bullets.reshape(-1)
+    f[:-1] = f[1:]
+    s.f_bullets[:, _BOTTOM - 1] = new_bullets  # row 9 held only new bullets (cleared below)
+    s.f_bullets[:, _BOTTOM] = 0
+    e = s.e_bullets.reshape(-1)
+    e[1:] = e[:-1]
+    s.e_bullets[:, 0] = 0
 
 
 def cannon_hit(s: State, terminated: np.ndarray) -> None:
@@ -253,8 +263,7 @@ def march_aliens(s: State, terminated: np.ndarray) -> None:
     if not len(idx):
         return
     block = s.aliens[idx]
-    count = _POPCOUNT[block].sum(axis=1)
-    s.alien_move_timer[idx] = np.minimum(count, s.move_interval[idx])
+    s.alien_move_timer[idx] = np.minimum(s.alien_count[idx], s.move_interval[idx])
     columns = np.bitwise_or.reduce(block, axis=1)
     d = s.alien_dir[idx]
     turn = np.where(d < 0, columns & _LEFT_EDGE, columns & _RIGHT_EDGE) != 0
@@ -289,10 +298,18 @@ def aliens_shoot(s: State) -> None:
 
 def shoot_aliens(s: State, reward: np.ndarray) -> None:
     """A cannon bullet in an alien's cell removes both; +1 per alien."""
-    hits = s.aliens & s.f_bullets
-    s.aliens ^= hits
-    s.f_bullets ^= hits
-    _POPCOUNT[hits].sum(axis=1, out=reward, dtype=np.float64)
+    hits = (s.aliens & s.f_bullets).reshape(-1)  # (env, row) pairs, flat
+    reward.fill(0.0)
+    pairs = hits.nonzero()[0]
+    if not len(pairs):
+        return
+    hit = hits[pairs]
+    s.aliens.reshape(-1)[pairs] ^= hit
+    s.f_bullets.reshape(-1)[pairs] ^= hit
+    env = pairs // GRID
+    killed = _POPCOUNT[hit]
+    np.add.at(reward, env, killed)
+    np.subtract.at(s.alien_count, env, killed.astype(np.int8))
 
 
 def count_down_timers(s: State) -> None:
@@ -306,8 +323,7 @@ def count_down_timers(s: State) -> None:
 def send_new_wave(s: State, ramping: bool) -> None:
     """A cleared board gets a new wave (rows 0-3, columns 2-7); with ramping, the move
     interval drops by one per wave down to 6."""
-    cleared = ~s.aliens.any(axis=1)
-    idx = cleared.nonzero()[0]
+    idx = (s.alien_count == 0).nonzero()[0]
     if not len(idx):
         return
     if ramping:
@@ -315,3 +331,4 @@ def send_new_wave(s: State, ramping: bool) -> None:
         s.move_interval[faster] -= 1
         s.ramp_index[faster] += 1
     s.aliens[idx, _WAVE_ROWS] = _WAVE_ROW
+    s.alien_count[idx] = WAVE_SIZE
