@@ -37,7 +37,6 @@ class RowCells:
         self._low = np.empty(shape, dtype=np.uint64)
         self._high = np.empty(shape, dtype=np.uint16)
         self._rows = np.empty(shape, dtype=_ROW)
-        self._cells = self._rows.view(np.uint8).reshape(*shape, ROW_BITS)
 
     def __call__(self, masks: np.ndarray) -> np.ndarray:
         np.copyto(self._index, masks, casting="unsafe")
@@ -45,7 +44,8 @@ class RowCells:
         _HIGH.take(self._index, out=self._high, mode="clip")
         self._rows["low"] = self._low
         self._rows["high"] = self._high
-        return self._cells
+        # a view made here, not kept: a copied or unpickled RowCells has no shared views
+        return self._rows.view(np.uint8).reshape(*self.shape, ROW_BITS)
 
 
 def set_bits(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
