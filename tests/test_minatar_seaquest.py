@@ -140,7 +140,7 @@ def inject(env: BatchSeaquest, refs: list) -> None:
                                     "en_sub", "en_stamp", "en_alive"),
                                    (x, y, right, timer, shot, sub, j, True)):
                 st[name][i, j] = value
-        st["spawn_count"][i] = len(enemies)
+        st["spawn_count"][i] = st["en_slots"][i] = len(enemies)
         for x, y, right in g.e_bullets:
             st["eb_right" if right else "eb_left"][i, y] |= 1 << x
     env.set_state(st)

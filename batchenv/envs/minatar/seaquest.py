@@ -191,6 +191,7 @@ class BatchSeaquest(MinAtarEnv):
         ("oxygen", np.int16),  # 200 at the surface, one less per step under water
         ("diver_count", np.int32),  # divers on board; below 0 after a full surfacing
         ("spawn_count", np.int32),  # enemies spawned this episode: the next stamp
+        ("en_slots", np.int8),  # enemy slots used this episode (one past the highest)
         # friendly bullets (f_bullets): slot 0 the older
         ("fb_x", np.int8, (2,)),
         ("fb_y", np.int8, (2,)),
@@ -234,6 +235,7 @@ class BatchSeaquest(MinAtarEnv):
         s.oxygen[:] = MAX_OXYGEN
         s.diver_count[:] = 0
         s.spawn_count[:] = 0
+        s.en_slots[:] = 0
         for name in ("fb_alive", "en_alive", "dv_alive", "fb_x", "fb_y", "fb_right", "en_x",
                      "en_y", "en_right", "en_timer", "en_shot", "en_sub", "en_stamp", "dv_x",
                      "dv_y", "dv_right", "dv_timer", "eb_left", "eb_right"):
@@ -296,15 +298,14 @@ def enemy_bullet_cells(s: State, grid: Grid) -> np.ndarray:
 
 
 class Enemies:
-    """The enemy slots in use: views of the enemy fields up to the last slot alive in any
-    env (slots beyond are dead everywhere, so the rules may skip them; enemies fill the
-    first free slot, so few slots are in use unless the game is crowded)."""
+    """The enemy slots in use: views of the enemy fields up to the last slot used this
+    episode in any env (slots beyond are dead everywhere, so the rules may skip them;
+    enemies fill the first free slot, so few slots are in use unless the game is crowded)."""
 
     __slots__ = ("x", "y", "right", "timer", "shot", "sub", "alive", "stamp")
 
     def __init__(self, s: State) -> None:
-        used = s.en_alive.any(axis=0)
-        width = len(used) - int(used[::-1].argmax()) if used.any() else 0
+        width = int(s.en_slots.max()) if len(s) else 0
         for name in self.__slots__:
             setattr(self, name, getattr(s, "en_" + name)[:, :width])
 
@@ -344,6 +345,8 @@ def spawn_enemies(s: State, side_word: np.ndarray, kind_word: np.ndarray,
     s.en_stamp[idx, slot] = s.spawn_count[idx]
     s.en_alive[idx, slot] = True
     s.spawn_count[idx] += 1
+    np.maximum(s.en_slots[idx], slot + 1, out=slot, casting="unsafe")
+    s.en_slots[idx] = slot
 
 
 def spawn_divers(s: State, side_word: np.ndarray, row_word: np.ndarray) -> None:
