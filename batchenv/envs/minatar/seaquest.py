@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from batchenv.core import BASE_FIELDS
 from batchenv.entities import Grid, first_free
 from batchenv.envs.minatar._base import (
     FIRE,
@@ -57,6 +58,8 @@ _DIVER_BAR = ((np.arange(GRID)[None, :] >= GRID - 1 - np.arange(MAX_DIVERS + 1)[
 #: Bullet-capture order keys: a sub's key is above every fish's (see capture_bullets)
 _SUB_KEY = np.int64(1) << np.int64(32)
 _ZERO, _NINE, _EIGHT = (np.array(v, dtype=np.int8) for v in (0, GRID - 1, DEEPEST))
+
+_BASE_NAMES = {name for name, _ in BASE_FIELDS}  # the base class's columns (rng, counters)
 
 # channels (MinAtar's order)
 SUB_FRONT, SUB_BACK, FRIENDLY_BULLET, TRAIL, ENEMY_BULLET, ENEMY_FISH, ENEMY_SUB, \
@@ -222,24 +225,10 @@ class BatchSeaquest(MinAtarEnv):
         super().__init__(num_envs, **kwargs)
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
-        s.sub_x[:] = SUB_START_X
-        s.sub_y[:] = SUB_START_Y
-        s.sub_right[:] = False
-        s.shot_timer[:] = 0
-        s.surface[:] = True
-        s.e_spawn_speed[:] = INIT_SPAWN_SPEED
-        s.e_spawn_timer[:] = INIT_SPAWN_SPEED
-        s.d_spawn_timer[:] = DIVER_SPAWN_SPEED
-        s.move_speed[:] = INIT_MOVE_INTERVAL
-        s.ramp_index[:] = 0
-        s.oxygen[:] = MAX_OXYGEN
-        s.diver_count[:] = 0
-        s.spawn_count[:] = 0
-        s.en_slots[:] = 0
-        for name in ("fb_alive", "en_alive", "dv_alive", "fb_x", "fb_y", "fb_right", "en_x",
-                     "en_y", "en_right", "en_timer", "en_shot", "en_sub", "en_stamp", "dv_x",
-                     "dv_y", "dv_right", "dv_timer", "eb_left", "eb_right"):
-            getattr(s, name)[:] = 0
+        start_games(s, slice(None))
+
+    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
+        start_games(s, rows)  # in place: no copy of the rows out and back
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -295,6 +284,24 @@ def enemy_bullet_cells(s: State, grid: Grid) -> np.ndarray:
     env, row, column = set_bits(s.eb_left | s.eb_right)
     return (grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
             + ENEMY_BULLET)
+
+
+#: reset(): each field's start value (the fields not listed start at 0)
+_START = {"sub_x": SUB_START_X, "sub_y": SUB_START_Y, "surface": True,
+          "e_spawn_speed": INIT_SPAWN_SPEED, "e_spawn_timer": INIT_SPAWN_SPEED,
+          "d_spawn_timer": DIVER_SPAWN_SPEED, "move_speed": INIT_MOVE_INTERVAL,
+          "oxygen": MAX_OXYGEN}
+
+
+def start_games(s: State, rows: np.ndarray | slice) -> None:
+    """MinAtar's ``reset()`` at ``rows``: the submarine at the surface in column 5 facing
+    left, full oxygen, no divers, nothing on the board, the first spawns 20 and 30 steps
+    away, the slowest speeds. (``last_action`` is not the game's: left alone.)"""
+    for name, field in s:
+        if name in _START:
+            field[rows] = _START[name]
+        elif name != "last_action" and name not in _BASE_NAMES:
+            field[rows] = 0
 
 
 class Enemies:
