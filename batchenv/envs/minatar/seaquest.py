@@ -17,6 +17,7 @@ from batchenv.envs.minatar._base import (
     rand_below,
     randint,
 )
+from batchenv.envs.minatar._rows import BIT as _BIT  # row masks: bit x is column x
 from batchenv.envs.minatar._rows import set_bits
 from batchenv.random import BatchRandom
 from batchenv.state import State
@@ -44,7 +45,6 @@ FASTEST_SPAWN, FASTEST_MOVE = 1, 2  # the ramp stops at spawn speed 1 and move i
 #: slots each: the submarine fires at most every 5 steps and a bullet leaves the board
 #: within 10; a diver spawns every 30 steps and leaves within 60.
 ENEMY_SLOTS = 32
-_BIT = (1 << np.arange(GRID)).astype(np.uint16)  # row masks: bit x is column x
 _ROW_BITS = np.uint16((1 << GRID) - 1)
 # The submarine's moves by MinAtar action (n, l, u, r, d, f); _FACING: -1 keeps its heading
 _DX = np.array([0, -1, 0, 1, 0, 0], dtype=np.int8)
