@@ -103,6 +103,30 @@ class Gymnax:
         self.proc.wait(timeout=30)
 
 
+def empty_rules_class() -> type:
+    """A MinAtar env with Breakout's spaces and no rules: the base class, the sticky draw
+    and writing a 4-channel observation, i.e. what every game pays before its own rules."""
+    from batchenv.envs.minatar._base import STICKY_FIELDS, MinAtarEnv
+
+    class EmptyRules(MinAtarEnv):
+        game, channels, minimal_actions = "breakout", ("a", "b", "c", "d"), (0, 1, 3)
+        state_dtype = np.dtype([("x", np.int8), *STICKY_FIELDS])
+
+        def reset_envs(self, s, rng):
+            s.x[:] = 0
+
+        def step_envs(self, s, action, rng):
+            self.game_actions(s, action, self.step_draws(s, rng)[0])
+            self.reward_buffer.fill(0.0)
+            self.terminated_buffer.fill(False)
+            return self.reward_buffer, self.terminated_buffer
+
+        def observe(self, s, out):
+            out.fill(False)
+
+    return EmptyRules
+
+
 def batch_timer(cls: type, n: int):
     env = cls(n)
     env.reset(seed=0)
@@ -162,16 +186,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--gymnax-python", default=DEFAULT_GYMNAX_PYTHON)
     parser.add_argument("--no-gymnax", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time a game with no rules (Breakout's spaces) against "
+                             "MinAtar's Breakout: the cost every game pays before its rules")
     args = parser.parse_args(argv)
     games = args.games or [g for g in GAMES if hasattr(minatar_envs, GAMES[g])]
+    if args.floor:
+        games = [*games, "floor"]
     use_gymnax = not args.no_gymnax and Path(args.gymnax_python).exists()
     n = args.num_envs
     print(f"MinAtar at num_envs={n}: time per env-step, medians of {args.rounds} "
           f"interleaved rounds (machine shared: compare ratios)", flush=True)
     rows = []
     for game in games:
-        cls = getattr(minatar_envs, GAMES[game])
-        ours, ref = batch_timer(cls, n), minatar_timer(game)
+        cls = empty_rules_class() if game == "floor" else getattr(minatar_envs, GAMES[game])
+        ours, ref = batch_timer(cls, n), minatar_timer(cls.game)
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
             else None
         # block sizes from one probe each, so every block lasts about --block seconds
