@@ -17,6 +17,7 @@ from batchenv.envs import *  # noqa: F403  (every native env class)
 from batchenv.envs import __all__ as _env_names
 from batchenv.random import BatchRandom
 from batchenv.registration import list_envs, make, register_envs, registry
+from batchenv.sharded import ShardedVectorEnv, ShardError, Trajectories
 from batchenv.state import State
 
 __version__ = "0.1.0"
@@ -28,10 +29,13 @@ __all__ = [
     "BatchRandom",
     "ClosedEnvError",
     "ConcurrentVectorEnv",
+    "ShardError",
+    "ShardedVectorEnv",
     "State",
     "StepBeforeResetError",
     "SubEnvError",
     "SubEnvTimeoutError",
+    "Trajectories",
     "list_envs",
     "make",
     "register_envs",

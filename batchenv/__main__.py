@@ -21,7 +21,7 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
                repeats: int = 5, ale: bool = True, out=None) -> list[dict]:
     """Print BatchPong's throughput next to the plain-Python baseline (and ALE when ale-py
     is installed), all measured in this run; returns the rows."""
-    from batchenv.envs import _pong_bench as b
+    from batchenv import _bench as b
 
     out = sys.stdout if out is None else out
 

@@ -17,10 +17,11 @@ call-by-call semantics of each auto-reset mode.
 from __future__ import annotations
 
 import difflib
+import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +32,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from batchenv.random import MAX_SEED, BatchRandom, seed_keys
-from batchenv.state import State, from_records, put_rows, take_rows, to_records
+from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
@@ -46,6 +47,7 @@ BASE_FIELDS: list[tuple[str, Any]] = [
 _BASE_NAMES = {name for name, _ in BASE_FIELDS}
 _MAX_LISTED = 10  # env indices listed in an error message
 _USE_CLASS_DEFAULT: Any = object()
+S = TypeVar("S", bound=State)  # an env's state type: State, or its typed subclass
 #: The keys ``BatchEnv.reset(options=...)`` accepts.
 RESET_OPTIONS = ("reset_mask",)
 
@@ -65,10 +67,11 @@ def _listed(idx: np.ndarray) -> str:
     return f"[{shown}{more}]"
 
 
-class BatchEnv(VectorEnv):
+class BatchEnv(VectorEnv, Generic[S]):
     """Base class of batched environments: N games in one state, stepped by numpy kernels.
 
-    Subclasses set :attr:`state_dtype`, :attr:`single_action_space` and
+    Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,
+    which gives :attr:`state_dtype`) or :attr:`state_dtype`, :attr:`single_action_space` and
     :attr:`single_observation_space` (class attributes, or instance attributes set before
     calling ``super().__init__``) and implement the kernels :meth:`reset_envs`,
     :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`).
@@ -84,6 +87,9 @@ class BatchEnv(VectorEnv):
         validate: check every action (shape, dtype, range, NaN/inf). ``False`` skips the
             checks for speed; invalid actions then have undefined results.
         render_mode: one of ``metadata["render_modes"]`` or ``None``.
+        debug: check what every kernel produces and raise naming the method and the field
+            (:mod:`batchenv.debug`); ``None`` (default): on when the environment variable
+            ``BATCHENV_DEBUG`` is set to anything but ``""``/``"0"``. Off costs nothing.
 
     ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
     per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
@@ -91,8 +97,13 @@ class BatchEnv(VectorEnv):
     :meth:`set_attr` sets the batch's attribute (per-env values must be equal).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
-    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`).
+    metadata: dict[str, Any] = {"render_modes": []}
+    #: The class of :attr:`state`: :class:`~batchenv.state.State`, or a subclass whose
+    #: annotations declare the fields (``ball_x: Field[np.float32]``); then
+    #: :attr:`state_dtype` is made from them and type checkers know the kernels' fields.
+    state_type: ClassVar[type[State]] = State
+    #: The schema of one env's state (the base class appends :data:`BASE_FIELDS`); made
+    #: from :attr:`state_type` when that declares fields and this is not given.
     state_dtype: ClassVar[np.dtype]
     #: Time limit used when the constructor is not given ``max_episode_steps``.
     default_max_episode_steps: ClassVar[int | None] = None
@@ -101,11 +112,6 @@ class BatchEnv(VectorEnv):
     #: naming the envs, or ``"pass"`` them unchanged (the env's kernel applies its own rule).
     #: NaN and inf always raise.
     box_action_bounds: ClassVar[str] = "clip"
-    #: True when :meth:`observe` writes every entry of ``out`` from the state alone. With
-    #: ``copy=True`` the base class then hands ``step`` a fresh array to fill and returns
-    #: it, instead of filling its buffer and copying that (one copy less per step). Leave
-    #: False when ``observe`` leaves entries alone or updates ``out`` incrementally.
-    observe_fills_out: ClassVar[bool] = False
     #: Names whose value on the batch already holds one entry per env (a sequence of
     #: ``num_envs``): :meth:`call` and :meth:`get_attr` return them as a tuple as they are,
     #: where any other attribute is one value shared by every env (see :meth:`call`).
@@ -113,6 +119,12 @@ class BatchEnv(VectorEnv):
     #: Per-env seed values of the current streams (see :attr:`np_random_seed`); None until
     #: drawn or given.
     _seed_values: np.ndarray | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.state_type is not State and "state_dtype" not in vars(cls) \
+                and "state_type" in vars(cls):
+            cls.state_dtype = schema(cls.state_type)
 
     def __init__(
         self,
@@ -124,6 +136,7 @@ class BatchEnv(VectorEnv):
         copy: bool = True,
         validate: bool = True,
         render_mode: str | None = None,
+        debug: bool | None = None,
     ) -> None:
         self.num_envs = _check_num_envs(num_envs, n)
         self.autoreset_mode = _check_autoreset_mode(autoreset_mode)
@@ -141,9 +154,10 @@ class BatchEnv(VectorEnv):
         for attr in ("state_dtype", "single_action_space", "single_observation_space"):
             if getattr(self, attr, None) is None:
                 raise TypeError(f"{type(self).__name__} must define {attr}")
-        clash = _BASE_NAMES.intersection(self.state_dtype.names)
+        clash = _BASE_NAMES.intersection(self.state_dtype.names or ())
         if clash:
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
+        _check_observation_space(self.single_observation_space)
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
         self.action_space = batched_space(self.single_action_space, self.num_envs)
         self.observation_space = batched_space(self.single_observation_space, self.num_envs)
@@ -154,54 +168,82 @@ class BatchEnv(VectorEnv):
                                              self.box_action_bounds)
 
         n_envs = self.num_envs
-        self.state = State(self.full_state_dtype, n_envs)
+        self.state: S = cast(S, self.state_type(self.full_state_dtype, n_envs))
         space = self.single_observation_space
-        self._obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)
+        self._obs = np.zeros((n_envs, *(space.shape or ())), dtype=space.dtype)
         self._reward = np.zeros(n_envs, dtype=np.float64)
         self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
         self._terminated, self._truncated = self._flags
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
-        self._resetting: np.ndarray | None = None
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
+        if debug is None:
+            debug = os.environ.get("BATCHENV_DEBUG", "") not in ("", "0")
+        self.debug = bool(debug)
+        if self.debug:
+            from batchenv.debug import install
+
+            install(self)
 
     # ------------------------------------------------------------------ kernels (override)
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: S, rng: BatchRandom) -> None:
         """Fill every row of ``s`` with a start state, drawing randomness from ``rng``.
 
         ``s`` holds only the rows being reset (all of them, or the masked / finished ones);
         its base columns (``elapsed_steps``, ...) are handled by the base class.
         """
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement reset_envs(self, s, rng): write a start "
+            f"state into every row of s (fields in place: s.x[:] = ...), drawing only from "
+            f"rng; see docs/first_env.md")
 
-    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
-        """Fill rows ``rows`` of the full state ``s`` with start states; ``rng`` draws for
-        those rows only.
+    def step_envs(self, s: S, action: np.ndarray, rng: BatchRandom
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
+        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)`` (the base
+        class copies them: they may be buffers the env reuses). Time limits and auto-reset
+        are the base class's job."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement step_envs(self, s, action, rng): advance "
+            f"every row of s in place and return (reward, terminated), two arrays of shape "
+            f"(num_envs,); see docs/first_env.md")
+
+    def observe(self, s: S, out: np.ndarray) -> None:
+        """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement observe(self, s, out): write the "
+            f"observation of every row of s into every entry of out (out[:] = ...; do not "
+            f"return it); see docs/first_env.md")
+
+    def render_envs(self, s: S) -> Sequence[Any] | np.ndarray:
+        """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
+        raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    # ------------------------------------------------------------------ making it fast
+    # Optional: a correct env needs none of this. docs/performance.md says what each saves
+    # on the shipped envs and how it was measured.
+
+    #: An instance attribute (set it after ``super().__init__``; default False): True when
+    #: :meth:`observe` writes every entry of ``out`` from the state alone. With ``copy=True``
+    #: the base class then lets ``observe`` fill a fresh array and returns it, instead of
+    #: filling its buffer and copying that. Leave it False when ``observe`` updates ``out``
+    #: incrementally (BatchPong's tiles and pixels).
+    observe_fills_out: bool = False
+
+    def reset_rows(self, s: S, rows: np.ndarray, rng: BatchRandom) -> None:
+        """Fill rows ``rows`` (sorted indices) of the full state ``s`` with start states;
+        ``rng`` draws for those rows only. The base class calls this for masked resets and
+        auto-resets.
 
         The default copies the rows out, calls :meth:`reset_envs` on the copy and writes it
         back. Override it when a start state is a few fields, to write them at ``rows``
-        directly (it must draw exactly what ``reset_envs`` would, so that resets of a subset
-        and of the whole batch agree)."""
+        directly; it must draw exactly what ``reset_envs`` would (the contract tests check
+        that resets of a subset and of the whole batch agree)."""
         sub = take_rows(s, rows)
         self.reset_envs(sub, BatchRandom(sub.rng_key, sub.rng_counter))
         put_rows(s, rows, sub)
-
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
-        per env). Return ``(reward, terminated)``, arrays of shape ``(num_envs,)``; they may
-        be buffers the env reuses. Time limits and auto-reset are the base class's job."""
-        raise NotImplementedError
-
-    def observe(self, s: State, out: np.ndarray) -> None:
-        """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
-        raise NotImplementedError
-
-    def render_envs(self, s: State) -> Sequence[Any]:
-        """Frames (``rgb_array``: uint8 (H, W, 3) arrays; ``ansi``: strings), one per row."""
-        raise NotImplementedError(f"{type(self).__name__} does not render")
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -255,7 +297,7 @@ class BatchEnv(VectorEnv):
         if self._needs_reset:
             self._check_open()
             raise StepBeforeResetError("step() called before reset(): call reset() first")
-        action = self._action_check(actions) if self.validate else np.asarray(actions)
+        action = self._action_check(actions) if self.validate else _read_only(actions)
         s = self.state
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
@@ -263,17 +305,30 @@ class BatchEnv(VectorEnv):
         frozen = None
         if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
             frozen = take_rows(s, waiting)
-        else:
-            self._resetting = waiting
 
         try:
-            reward, terminated = self.step_envs(s, action, self._rng)
-        finally:
-            self._resetting = None
-        if reward is not self._reward:  # a kernel may have written into reward_buffer
-            np.copyto(self._reward, reward)
-        if terminated is not self._terminated:
+            result = self.step_envs(s, action, self._rng)
+        except ValueError as e:
+            if "read-only" in str(e):
+                raise ValueError(f"step_envs wrote into a read-only array ({e}): the action "
+                                 f"is read-only, so that the caller's array never changes; "
+                                 f"compute into a new array (a = action.astype(...), "
+                                 f"action + 1, ...)") from e
+            raise
+        try:
+            reward, terminated = result
+            if self.copy:  # the caller's copy, made straight from the kernel's array
+                reward = np.array(reward, dtype=np.float64)
+                if reward.shape != self._reward.shape:
+                    raise ValueError(f"reward has shape {reward.shape}")
+            else:  # copy=False: the caller sees the buffer
+                if np.shape(reward) != self._reward.shape:  # no silent broadcast of a scalar
+                    raise ValueError(f"reward has shape {np.shape(reward)}")
+                np.copyto(self._reward, reward)
+                reward = self._reward
             np.copyto(self._terminated, terminated)
+        except (TypeError, ValueError) as e:
+            raise TypeError(_bad_step_return(result, self.num_envs, e)) from None
         s.elapsed_steps += 1
         if self.max_episode_steps is not None:
             np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
@@ -284,7 +339,7 @@ class BatchEnv(VectorEnv):
                 put_rows(s, waiting, frozen)
             else:  # NEXT_STEP: this step resets them, ignoring their action
                 self._reset_subset(waiting)
-            self._reward[waiting] = 0.0
+            reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated
 
         mode = self.autoreset_mode
@@ -299,7 +354,7 @@ class BatchEnv(VectorEnv):
                 np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
         if not self.copy:
             self.observe(s, self._obs)
-            return self._obs, self._reward, self._terminated, self._truncated, info
+            return self._obs, reward, self._terminated, self._truncated, info
         if self.observe_fills_out:
             obs = np.empty_like(self._obs)
             self.observe(s, obs)
@@ -307,28 +362,7 @@ class BatchEnv(VectorEnv):
             self.observe(s, self._obs)
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
-        return obs, self._reward.copy(), terminated, truncated, info
-
-    @property
-    def resetting(self) -> np.ndarray | None:
-        """During :meth:`step_envs` in NEXT_STEP mode: the rows (sorted indices) that this
-        step resets right after the kernel, by ``reset_rows(s, resetting, rng)`` with this
-        very array; else None. A kernel may use it to prepare their start states together
-        with its own work (BatchPong draws their serves with its own in one call); what
-        ``reset_rows`` then writes must be what it would have written otherwise."""
-        return self._resetting
-
-    @property
-    def reward_buffer(self) -> np.ndarray:
-        """The base class's float64 reward buffer, ``(num_envs,)``: a kernel may write its
-        rewards here and return it from :meth:`step_envs`, which saves a copy."""
-        return self._reward
-
-    @property
-    def terminated_buffer(self) -> np.ndarray:
-        """The base class's bool ``terminated`` buffer, ``(num_envs,)``, as
-        :attr:`reward_buffer`."""
-        return self._terminated
+        return obs, reward, terminated, truncated, info
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
@@ -441,6 +475,7 @@ class BatchEnv(VectorEnv):
             if states.shape != (self.num_envs,):
                 raise ValueError(f"set_state: states must have shape ({self.num_envs},), "
                                  f"got {states.shape}")
+            self._check_state_values(states, np.arange(self.num_envs))
             from_records(self.state, states)
             self._needs_reset = False
         else:
@@ -455,10 +490,37 @@ class BatchEnv(VectorEnv):
             if self._needs_reset:
                 raise StepBeforeResetError("set_state with a mask needs a full reset() or "
                                            "set_state() first")
+            self._check_state_values(states, idx)
             from_records(self.state, states, idx)
         self._seeded = True
         self.observe(self.state, self._obs)
         return self._obs.copy()
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """The env's own invariants, checked by :meth:`set_state` before it writes anything.
+
+        ``states``: the records being set (``full_state_dtype``). Return ``{problem: bad}``,
+        ``bad`` a bool array over the records (True where the problem occurs), e.g.
+        ``{"score outside [0, 21]": (states["score"] < 0) | (states["score"] > 21)}``;
+        the base class raises ``ValueError`` naming the env indices. NaN/inf in float
+        fields are always rejected. Default: no invariants."""
+        return {}
+
+    def _check_state_values(self, states: np.ndarray, env_idx: np.ndarray) -> None:
+        problems: dict[str, Any] = {}
+        for name in self.state_dtype.names or ():
+            col = states[name]
+            if col.dtype.kind in "fc":
+                problems[f"field {name!r} is NaN or inf"] = ~np.isfinite(col)
+        problems.update(self.check_state(states))
+        found = []
+        for what, bad in problems.items():
+            bad = np.asarray(bad, dtype=bool).reshape(len(states), -1).any(axis=1)
+            if bad.any():
+                found.append(f"{what} at env indices {_listed(env_idx[bad])}")
+        if found:
+            raise ValueError("set_state: states rejected (nothing was changed): "
+                             + "; ".join(found))
 
     # ------------------------------------------------------------------ helpers
     def _out(self, array: np.ndarray) -> np.ndarray:
@@ -468,7 +530,7 @@ class BatchEnv(VectorEnv):
         if self.closed:
             raise ClosedEnvError(f"{type(self).__name__} is closed: make a new env")
 
-    def _reset_rows(self, s: State, rng: BatchRandom) -> None:
+    def _reset_rows(self, s: S, rng: BatchRandom) -> None:
         self.reset_envs(s, rng)
         s.elapsed_steps[...] = 0
         s.awaiting_reset[...] = False
@@ -509,6 +571,11 @@ class BatchEnv(VectorEnv):
         d = self.__dict__.copy()
         for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated"):  # rebuilt below
             d.pop(rebuilt, None)
+        if d.get("debug"):  # the checking wrappers are closures: installed again below
+            from batchenv.debug import KERNELS
+
+            for name in KERNELS:
+                d.pop(name, None)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
@@ -517,6 +584,45 @@ class BatchEnv(VectorEnv):
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = _action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
+        if d.get("debug"):
+            from batchenv.debug import install
+
+            install(self)
+
+
+def field_outside(states: np.ndarray, name: str, low: float, high: float
+                  ) -> tuple[str, np.ndarray]:
+    """``(problem, bad)`` for :meth:`BatchEnv.check_state`: records whose field ``name`` is
+    outside ``[low, high]``, the bounds taken in the field's own dtype (float32 -1.2 is not
+    below -1.2)."""
+    col = states[name]
+    lo, hi = np.asarray(low).astype(col.dtype), np.asarray(high).astype(col.dtype)
+    return f"{name} outside [{low:g}, {high:g}]", (col < lo) | (col > hi)
+
+
+def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
+    if isinstance(result, tuple) and len(result) == 2:
+        got = ", ".join(f"{type(x).__name__} of dtype {np.asarray(x).dtype} and shape "
+                        f"{np.shape(x)}" for x in result)
+        problem = f"got ({got}): {error}"
+    else:
+        size = f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        problem = f"got {type(result).__name__}{size}"
+    return (f"step_envs must return (reward, terminated): two arrays of shape ({num_envs},), "
+            f"numbers and bools; {problem}")
+
+
+#: Observation spaces BatchEnv stores in one array per batch.
+_OBS_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def _check_observation_space(space: Any) -> None:
+    if not isinstance(space, _OBS_SPACES):
+        raise TypeError(
+            f"single_observation_space of type {type(space).__name__} is not supported (yet): "
+            f"use a Box (put the parts side by side in one array; "
+            f"gymnasium.spaces.flatten_space shows the layout), Discrete, MultiDiscrete or "
+            f"MultiBinary; got {space}")
 
 
 def batched_space(space: gym.Space, n: int) -> gym.Space:
@@ -537,6 +643,12 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box.low_repr = box.high_repr = None
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
+
+
+def _read_only(actions: Any) -> np.ndarray:
+    a = np.asarray(actions).view()
+    a.flags.writeable = False
+    return a
 
 
 def _is_int(x: Any) -> bool:
@@ -635,7 +747,8 @@ def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
     return mask
 
 
-def _action_checker(space: gym.Space, num_envs: int, bounds: str):
+def _action_checker(space: gym.Space, num_envs: int, bounds: str
+                    ) -> Callable[[Any], np.ndarray]:
     """A function validating a batch of actions for ``space``; returns the action array."""
     if isinstance(space, spaces.Discrete):
         return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
@@ -654,7 +767,7 @@ def _bad_rows(bad: np.ndarray) -> np.ndarray:
 
 
 def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], kind: str,
-                      space: gym.Space):
+                      space: gym.Space) -> Callable[[Any], np.ndarray]:
     lo_min, hi_max = int(np.min(low)), int(np.max(high))
     uniform_bounds = low.size == 1 or (np.all(low == low.flat[0]) and np.all(high == hi_max))
 
@@ -667,7 +780,7 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
             raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
                              f"{kind} action space {space}, got shape {a.shape}")
         if lo_min == 0:  # negative ints view as huge unsigned ints; argmax: no reduction
-            u = a.view(a.dtype.str.replace("i", "u"))  # machinery, 3-4x cheaper than max()
+            u = a.view(a.dtype.str.replace("i", "u"))  # machinery (docs/performance.md)
             out_of_range = a.size and u.flat[u.argmax()] >= hi_max
         else:
             out_of_range = a.min() < lo_min or a.max() >= hi_max
@@ -678,16 +791,21 @@ def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
                 raise ValueError(f"actions out of range for {space} (valid: {low} <= a < "
                                  f"{high}) at env indices {_listed(rows)}: "
                                  f"{a[rows[:_MAX_LISTED]].tolist()}")
+        a = a.view()  # the kernel's view cannot change the caller's array
+        a.flags.writeable = False
         return a
 
     return check
 
 
-def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
+def _box_checker(space: spaces.Box, num_envs: int, bounds: str
+                 ) -> Callable[[Any], np.ndarray]:
     shape = (num_envs, *space.shape)
     low = space.low.astype(space.dtype)
     high = space.high.astype(space.dtype)
     buffer = np.zeros(shape, dtype=space.dtype)
+    read_only = buffer.view()  # what the kernel gets: it cannot change the actions
+    read_only.flags.writeable = False
     integer_box = space.dtype.kind in "iu"
     dtype_range = np.iinfo(space.dtype.name) if integer_box else None
     lowest, highest = (int(dtype_range.min), int(dtype_range.max)) if dtype_range else (0, 0)
@@ -735,6 +853,6 @@ def _box_checker(space: spaces.Box, num_envs: int, bounds: str):
             np.copyto(buffer, a, casting="unsafe")
         if bounds == "clip":
             np.clip(buffer, low, high, out=buffer)
-        return buffer
+        return read_only
 
     return check

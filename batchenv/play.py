@@ -65,7 +65,9 @@ class PongSession:
         return self.frame()
 
     def frame(self) -> np.ndarray:
-        return self.env.render()[0]
+        frames = self.env.render()
+        assert frames is not None  # render_mode="rgb_array"
+        return frames[0]
 
     def status(self) -> str:
         s = self.env.state

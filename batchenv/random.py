@@ -134,6 +134,7 @@ class BatchRandom:
         x >>= _S11
         # (x * 2**-53) * (high - low) + low; the power-of-two scale folds into the width
         # exactly, so this is bit for bit that formula, in one multiply
+        width: float | np.ndarray
         if isinstance(low, (int, float)) and isinstance(high, (int, float)):
             width = float(high) - float(low)  # a Python float is an IEEE double: same result
         else:

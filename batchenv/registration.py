@@ -12,56 +12,66 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import VectorEnv
 
-__all__ = ["EnvEntry", "registry", "list_envs", "make", "register_envs", "VECTORIZATIONS"]
+__all__ = ["EnvEntry", "registry", "register", "list_envs", "make", "register_envs",
+           "VECTORIZATIONS"]
 
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One native env: its id, where its class lives, and its Gymnasium twin (if any)."""
+    """One native env id: where its class lives, the constructor keywords the id implies,
+    and its unbatched Gymnasium twin (if any). Made by :func:`register`."""
 
     id: str
     entry_point: str  # "module:Class"
     max_episode_steps: int | None
     gymnasium_id: str | None = None  # the unbatched Gymnasium env it reproduces
-    kwargs: tuple[tuple[str, Any], ...] = ()  # constructor arguments this id fixes
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # constructor keywords of the id
+    docs_page: str | None = None  # docs/envs/<docs_page>.md, generated from the docstring
 
     def load(self) -> type:
         module, name = self.entry_point.split(":")
         return getattr(importlib.import_module(module), name)
 
 
-_ENTRIES = [
-    EnvEntry("batchenv/Pong-v0", "batchenv.envs.pong:BatchPong", 10_000),
-    EnvEntry("batchenv/CartPole-v1", "batchenv.envs.cartpole:BatchCartPole", 500,
-             "CartPole-v1"),
-    EnvEntry("batchenv/MountainCar-v0", "batchenv.envs.mountain_car:BatchMountainCar", 200,
-             "MountainCar-v0"),
-    EnvEntry("batchenv/MountainCarContinuous-v0",
-             "batchenv.envs.continuous_mountain_car:BatchMountainCarContinuous", 999,
-             "MountainCarContinuous-v0"),
-    EnvEntry("batchenv/Acrobot-v1", "batchenv.envs.acrobot:BatchAcrobot", 500, "Acrobot-v1"),
-    EnvEntry("batchenv/Pendulum-v1", "batchenv.envs.pendulum:BatchPendulum", 200,
-             "Pendulum-v1"),
-    # MinAtar (batchenv/envs/minatar/): -v0 all 6 actions, -v1 MinAtar's minimal action set,
-    # as MinAtar's own Gymnasium ids MinAtar/<Game>-v0/-v1 (minatar/gym.py); no time limit
-    *(EnvEntry(f"batchenv/MinAtar-{name}-v{v}", f"batchenv.envs.minatar.{module}:Batch{name}",
-               None, f"MinAtar/{name}-v{v}", (("minimal_action_set", bool(v)),))
-      for module, name in [("asterix", "Asterix"), ("breakout", "Breakout"),
-                           ("freeway", "Freeway"), ("seaquest", "Seaquest"),
-                           ("space_invaders", "SpaceInvaders")]
-      for v in (0, 1)),
-]
+#: Native envs by id, in the order they were registered.
+registry: dict[str, EnvEntry] = {}
+_BY_GYMNASIUM_ID: dict[str, EnvEntry] = {}
+_CLASS_DEFAULT: Any = object()
 
-#: Native envs by id.
-registry: dict[str, EnvEntry] = {entry.id: entry for entry in _ENTRIES}
-_BY_GYMNASIUM_ID = {e.gymnasium_id: e for e in _ENTRIES if e.gymnasium_id}
+
+def register(cls: type, id: str, *, gymnasium_id: str | None = None,
+             kwargs: Mapping[str, Any] | None = None,
+             max_episode_steps: int | None = _CLASS_DEFAULT,
+             docs_page: str | None = None) -> EnvEntry:
+    """Declare the native env ``id``: the batched class ``cls`` built with ``kwargs``.
+
+    This one declaration is what ``batchenv.list_envs()``, ``batchenv.make`` (also by
+    ``gymnasium_id``, the id of the unbatched Gymnasium env it reproduces),
+    ``gymnasium.make_vec`` (after :func:`register_envs`), the contract tests
+    (``tests/test_contract.py``) and the generated pages (``docs/envs/generate.py``, when
+    ``docs_page`` is given) read. ``max_episode_steps`` defaults to the class's
+    ``default_max_episode_steps``. The native envs are declared in
+    ``batchenv/envs/__init__.py``; see ``docs/writing_envs.md``."""
+    if max_episode_steps is _CLASS_DEFAULT:
+        max_episode_steps = getattr(cls, "default_max_episode_steps", None)
+    entry = EnvEntry(id, f"{cls.__module__}:{cls.__qualname__}", max_episode_steps,
+                     gymnasium_id, dict(kwargs or {}), docs_page)
+    for taken, by in ((id, registry), (gymnasium_id, _BY_GYMNASIUM_ID)):
+        if taken is not None and taken in by and by[taken] != entry:
+            raise ValueError(f"register: {taken!r} is already declared by {by[taken]}")
+    registry[id] = entry
+    if gymnasium_id is not None:
+        _BY_GYMNASIUM_ID[gymnasium_id] = entry
+    return entry
+
 
 #: Values of ``make(..., vectorization=...)``.
 VECTORIZATIONS = ("native", "thread", "asyncio", "sync", "process")
@@ -81,13 +91,16 @@ def _native_entry(env_id: str) -> EnvEntry | None:
 
 
 def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
+         num_workers: int | None = None, backend: str | None = None,
          **kwargs: Any) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env_id``.
 
     ``vectorization``:
         ``None`` — the native batched env if batchenv has one for ``env_id`` (its own id,
         e.g. "batchenv/Pong-v0", or the Gymnasium id it reproduces, e.g. "CartPole-v1"),
-        otherwise ``"thread"``;
+        or the env of an id registered with ``gymnasium.register(id,
+        vector_entry_point=..., max_episode_steps=...)`` (your own batched env), otherwise
+        ``"thread"``;
         ``"native"`` — the batched env (``ValueError`` if there is none);
         ``"thread"`` / ``"asyncio"`` — ``ConcurrentVectorEnv`` over ``gymnasium.make`` copies;
         ``"sync"`` / ``"process"`` — Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv``.
@@ -95,18 +108,40 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
     except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
     ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
+
+    ``num_workers`` / ``backend`` (native envs only): a
+    :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
+    ``backend`` (``"process"``, the default, or ``"ray"``).
     """
+    if num_workers is not None or backend is not None:
+        entry = _native_entry(env_id)
+        if entry is None or vectorization not in (None, "native"):
+            raise ValueError(f"num_workers/backend shard a native batched env; {env_id!r} "
+                             f"with vectorization={vectorization!r} is not one")
+        from batchenv.sharded import ShardedVectorEnv
+
+        env = ShardedVectorEnv(entry.load(), num_envs, num_workers=num_workers or 1,
+                               backend=backend or "process", **kwargs)
+        env.spec = _spec_for(entry, num_envs, kwargs)
+        return env
     if vectorization is not None and vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
                          f"got {vectorization!r}")
     entry = _native_entry(env_id)
     if vectorization in (None, "native") and entry is not None:
-        env = entry.load()(num_envs=num_envs, **{**dict(entry.kwargs), **kwargs})
+        env = entry.load()(num_envs=num_envs, **{**entry.kwargs, **kwargs})
         env.spec = _spec_for(entry, num_envs, kwargs)
         return env
+    spec = gym.registry.get(env_id)
+    if vectorization in (None, "native") and spec is not None and spec.vector_entry_point:
+        # an id registered with gymnasium.register(id, vector_entry_point=...): a third-party
+        # batched env (docs/first_env.md); make_vec applies its max_episode_steps
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                            **kwargs)
     if vectorization == "native":
         raise ValueError(f"batchenv has no native batched env for {env_id!r}; native envs: "
-                         f"{list_envs()} (and their Gymnasium ids)")
+                         f"{list_envs()} (and their Gymnasium ids), and ids registered with "
+                         f"gymnasium.register(id, vector_entry_point=...)")
     gym_id = entry.gymnasium_id if entry is not None and entry.gymnasium_id else env_id
     if gym_id.startswith("batchenv/"):
         raise ValueError(f"{env_id!r} exists only as a batched env; use vectorization=None "
@@ -132,13 +167,13 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
 
 
 def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> EnvSpec:
-    return dataclasses.replace(gym.spec(entry.id), kwargs={**dict(entry.kwargs), **kwargs,
-                                                              "num_envs": num_envs})
+    return dataclasses.replace(gym.spec(entry.id),
+                               kwargs={**entry.kwargs, **kwargs, "num_envs": num_envs})
 
 
 def register_envs() -> None:
     """Register every native env with Gymnasium (idempotent; done on ``import batchenv``)."""
-    for entry in _ENTRIES:
+    for entry in registry.values():
         if entry.id not in gym.registry:
             gym.register(id=entry.id, vector_entry_point=entry.entry_point,
                          max_episode_steps=entry.max_episode_steps, kwargs=dict(entry.kwargs))

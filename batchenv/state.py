@@ -11,32 +11,57 @@ axis is the env row; kernels read and write ``s.ball_x`` etc. directly. Scalar f
 same dtype are rows of one 2-D block (fields x envs), so every field is contiguous *and*
 consecutive fields can be read as one ``(k, n)`` array (:func:`fields_view`), e.g. to write
 a whole observation in one ufunc call. Moving rows between states copies whole blocks.
+
+The schema can be written as a typed :class:`State` subclass, one annotation per field
+(``ball_x: Field[np.float32]``, or ``Annotated[Field[np.uint8], (10, 10)]`` for a field of
+shape ``(10, 10)`` per env): :func:`schema` makes the dtype from it, and type checkers and
+IDEs then know every field of ``s`` in a kernel. The annotations are only read once, to make
+the dtype: the fields are plain instance attributes either way.
 """
 
 from __future__ import annotations
 
+import sys
+import typing
 from collections.abc import Iterator
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 
-__all__ = ["State", "take_rows", "put_rows", "to_records", "from_records", "fields_view"]
+__all__ = ["State", "Field", "schema", "take_rows", "put_rows", "to_records", "from_records",
+           "fields_view"]
+
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+#: The type of a state field: an array (one row per env) of the given numpy scalar type.
+Field = np.ndarray[Any, np.dtype[_Scalar]]
 
 
 class State:
     """One array per field of ``dtype``, ``size`` rows each. Fields are attributes.
 
-    Field names must not start with an underscore.
+    Field names must not start with an underscore. A subclass may declare its fields as
+    annotations (see :func:`schema`); every env's state also has the base class's columns,
+    declared here.
     """
+
+    # the columns BatchEnv adds to every env's schema (batchenv.core.BASE_FIELDS)
+    elapsed_steps: Field[np.int64]
+    rng_key: Field[np.uint64]
+    rng_counter: Field[np.uint64]
+    awaiting_reset: Field[np.bool_]
 
     def __init__(self, dtype: np.dtype, size: int) -> None:
         self._dtype = np.dtype(dtype)
+        assert self._dtype.names is not None, "a State needs a structured dtype"
         self._size = int(size)
         self._blocks: dict[str, np.ndarray] = {}  # base dtype -> (fields, rows) block
         self._slots: dict[str, tuple[str, int]] = {}  # field -> (block, row of block)
+        fields = self._dtype.fields
+        assert fields is not None
         for name in self._dtype.names:
             if name.startswith("_"):
                 raise ValueError(f"state field names must not start with '_': {name!r}")
-            field = self._dtype.fields[name][0]
+            field = fields[name][0]
             if field.shape == ():
                 key = field.str
                 self._slots[name] = (key, sum(1 for k, _ in self._slots.values() if k == key))
@@ -46,32 +71,91 @@ class State:
         self._bind()
         for name in self._dtype.names:
             if name not in self._slots:
-                field = self._dtype.fields[name][0]
-                setattr(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
+                field = fields[name][0]
+                _bind(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
 
     def _bind(self) -> None:
         for name, (key, row) in self._slots.items():
-            setattr(self, name, self._blocks[key][row])
+            _bind(self, name, self._blocks[key][row])
         self._views: dict[tuple[str, ...], np.ndarray] = {}  # fields_view's, made once
+
+    @classmethod
+    def schema(cls) -> np.dtype:
+        """This class's fields as a structured dtype (:func:`schema`)."""
+        return schema(cls)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # `s.x += v` rebinds s.x to the very same array: nothing to do. Any other binding
+        # would leave the batch's storage behind (the base class would never see it).
+        if self.__dict__.get(name) is value:
+            return
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        if name in self._names():
+            caller = sys._getframe(1).f_code.co_name  # the kernel, for the message
+            raise AttributeError(
+                f"State field {name!r} cannot be rebound (s.{name} = ..., in {caller}): update "
+                f"it in place, e.g. s.{name}[:] = ..., s.{name} += ..., "
+                f"np.add(a, b, out=s.{name})")
+        raise AttributeError(f"State has no field {name!r}; its fields: "
+                             f"{list(self._names())}")
 
     def __len__(self) -> int:
         return self._size
 
     def __iter__(self) -> Iterator[tuple[str, np.ndarray]]:
-        for name in self._dtype.names:
+        for name in self._names():
             yield name, getattr(self, name)
 
     def __repr__(self) -> str:
-        return f"State(size={self._size}, fields={list(self._dtype.names)})"
+        return f"{type(self).__name__}(size={self._size}, fields={list(self._names())})"
 
-    def __reduce__(self):
-        return (_from_records_new, (to_records(self),))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_from_records_new, (to_records(self), type(self)))
+
+    def _names(self) -> tuple[str, ...]:
+        return self._dtype.names or ()
 
 
-def _from_records_new(rec: np.ndarray) -> State:
-    s = State(rec.dtype, len(rec))
+_bind = object.__setattr__  # binds a field's array (the State's own __setattr__ refuses)
+
+
+def _from_records_new(rec: np.ndarray, cls: type[State] = State) -> State:
+    s = cls(rec.dtype, len(rec))
     from_records(s, rec)
     return s
+
+
+def schema(cls: type[State]) -> np.dtype:
+    """The structured dtype declared by the annotations of a :class:`State` subclass (and of
+    its bases below :class:`State`), in declaration order::
+
+        class PongState(State):
+            ball_x: Field[np.float32]  # column of the ball centre
+            grid: Annotated[Field[np.uint8], (10, 10)]  # a (10, 10) array per env
+
+        PongState.schema()  # dtype([('ball_x', '<f4'), ('grid', 'u1', (10, 10))])
+    """
+    hints = typing.get_type_hints(cls, include_extras=True)
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        if issubclass(klass, State) and klass is not State:
+            names += [n for n in vars(klass).get("__annotations__", {}) if n not in names]
+    descr: list[Any] = []
+    for name in names:
+        hint, shape = hints[name], ()
+        if typing.get_origin(hint) is Annotated:
+            hint, shape = hint.__origin__, tuple(hint.__metadata__[0])
+        args = typing.get_args(hint)
+        scalars = typing.get_args(args[1]) if len(args) == 2 else ()
+        if typing.get_origin(hint) is not np.ndarray or len(scalars) != 1:
+            raise TypeError(f"{cls.__name__}.{name}: annotate state fields as "
+                            f"Field[<numpy scalar type>], got {hints[name]!r}")
+        descr.append((name, scalars[0], shape) if shape else (name, scalars[0]))
+    if not descr:
+        raise TypeError(f"{cls.__name__} declares no fields")
+    return np.dtype(descr)
 
 
 def fields_view(s: State, names: list[str] | tuple[str, ...]) -> np.ndarray:
@@ -90,17 +174,20 @@ def fields_view(s: State, names: list[str] | tuple[str, ...]) -> np.ndarray:
 
 
 def _others(s: State) -> Iterator[str]:
-    return (name for name in s._dtype.names if name not in s._slots)
+    return (name for name in s._names() if name not in s._slots)
 
 
-def take_rows(s: State, idx: np.ndarray) -> State:
+_S = TypeVar("_S", bound=State)
+
+
+def take_rows(s: _S, idx: np.ndarray) -> _S:
     """A new State holding copies of rows ``idx`` of ``s``."""
-    out = State.__new__(State)
+    out = type(s).__new__(type(s))
     out._dtype, out._size, out._slots = s._dtype, len(idx), s._slots
     out._blocks = {key: block[:, idx] for key, block in s._blocks.items()}
     out._bind()
     for name in _others(s):
-        setattr(out, name, getattr(s, name)[idx])
+        _bind(out, name, getattr(s, name)[idx])
     return out
 
 

@@ -1,10 +1,15 @@
-"""ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
+r"""ConcurrentVectorEnv against Gymnasium's SyncVectorEnv and AsyncVectorEnv, in one run.
 
     python benchmarks/bench_concurrent.py            # about two minutes
     python benchmarks/bench_concurrent.py --repeats 3
     # against another version of the module, e.g. the one before a change, interleaved:
     git show 3423df6:batchenv/concurrent.py > /tmp/old_concurrent.py  # the single-module version
     python benchmarks/bench_concurrent.py --against /tmp/old_concurrent.py
+    # a package version (3e2e692: the first pass), its imports renamed after its folder
+    mkdir /tmp/ab && git archive 3e2e692 batchenv/concurrent | tar -x -C /tmp/ab && \
+        mv /tmp/ab/batchenv/concurrent /tmp/ab/other_pkg && \
+        sed -i 's/batchenv\.concurrent\b/other_pkg/g' /tmp/ab/other_pkg/*.py
+    python benchmarks/bench_concurrent.py --against /tmp/ab/other_pkg --compare-only
 
 Prints medians over repeats (systems are measured interleaved, so a load spike on a shared
 machine hits them all) and the ratios the issue asks about:
@@ -165,9 +170,11 @@ def compare(label: str, cls: type, rounds: int) -> None:
           "rounds")
     cases = [("(a) 200 envs waiting 10 ms", 200, WaitEnv, AsyncWaitEnv, 5),
              ("(b) 32 envs waiting 10 ms", 32, WaitEnv, AsyncWaitEnv, 5),
-             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100)]
+             ("(c) CartPole-v1, 16 envs", 16, cartpole, cartpole, 100),
+             ("(d) 16 envs, 1 ms pure Python", 16, PythonWorkEnv, None, 3),
+             ("(d) 16 envs, 1 ms releasing GIL", 16, ReleasingWorkEnv, None, 3)]
     for title, n, fn, afn, k in cases:
-        for executor in ("thread", "asyncio"):
+        for executor in ("thread", "asyncio") if afn else ("thread",):
             env_fns = [afn if executor == "asyncio" else fn] * n
             pair = [ConcurrentVectorEnv(env_fns, executor=executor),
                     cls(env_fns, executor=executor)]
@@ -209,18 +216,35 @@ def report(title: str, n: int, per_step: dict[str, float], baseline: str, goal: 
                       f"{per_step[ours] / per_step[other]:.3f}")
 
 
+def load_other(path: str):
+    """The module (a file) or package (a folder) at ``path``."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        sys.path.insert(0, os.path.dirname(path))
+        return importlib.import_module(os.path.basename(path))
+    spec = importlib.util.spec_from_file_location("other_concurrent", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="repeats per measurement")
-    parser.add_argument("--against", metavar="FILE", help="another version of "
-                        "batchenv/concurrent.py (a single module) to measure "
-                        "interleaved with this one, as 'other thread' / 'other asyncio'")
+    parser.add_argument("--against", metavar="PATH", help="another version of "
+                        "batchenv/concurrent (a module file, or a package folder whose imports "
+                        "name it by its folder name) to measure interleaved with this one, as "
+                        "'other thread' / 'other asyncio'")
+    parser.add_argument("--compare-only", action="store_true", help="with --against: only "
+                        "the closely interleaved ratios")
     args = parser.parse_args()
     if args.against:
-        spec = importlib.util.spec_from_file_location("other_concurrent", args.against)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        OTHER["other"] = module.ConcurrentVectorEnv
+        OTHER["other"] = load_other(args.against).ConcurrentVectorEnv
+    if args.compare_only:
+        calibrate()
+        for label, cls in OTHER.items():
+            compare(label, cls, rounds=10 * max(1, args.repeats))
+        return
     r = max(1, args.repeats)
     print(f"Python {platform.python_version()}, numpy {np.__version__}, gymnasium "
           f"{gym.__version__}, {os.cpu_count()} CPUs, {platform.machine()}; medians of {r} "

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from batchenv.envs import _pong_bench as b
+from batchenv import _bench as b
 
 
 def make_batch_case(n: int, **kwargs):

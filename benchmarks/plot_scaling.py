@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from batchenv.envs import _pong_bench as b
+from batchenv import _bench as b
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "..", "docs", "scaling.png")

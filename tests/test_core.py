@@ -312,32 +312,36 @@ def test_registry_time_limits_match_the_classes():
 
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
-def test_resetting_names_the_rows_this_step_resets(mode):
-    """``env.resetting`` during ``step_envs``: in NEXT_STEP the rows awaiting a reset (the
-    array then passed to ``reset_rows``); otherwise, and outside a step, None."""
-    seen, announced, same_array = [], [], []
+def test_next_step_resets_the_rows_awaiting_a_reset_right_after_the_kernel(mode):
+    """In NEXT_STEP, the rows awaiting a reset when ``step`` begins (``s.awaiting_reset``,
+    as ``step_envs`` sees it) are the rows the base class passes to ``reset_rows`` right
+    after ``step_envs`` (BatchPong relies on it); the other modes reset nothing in a step
+    here (SAME_STEP resets the rows that end in that step, DISABLED none)."""
+    seen, reset_after = [], []
 
     class Watched(CounterEnv):
         def step_envs(self, s, action, rng):
-            seen.append(None if self.resetting is None else self.resetting.tolist())
-            announced.append(self.resetting)
+            seen.append(s.awaiting_reset.nonzero()[0].tolist())
+            reset_after.append(None)
             return super().step_envs(s, action, rng)
 
         def reset_rows(self, s, rows, rng):
-            if announced and announced[-1] is not None:
-                same_array.append(rows is announced[-1])
+            if reset_after and reset_after[-1] is None:
+                reset_after[-1] = rows.tolist()
             super().reset_rows(s, rows, rng)
 
     env = Watched(4, max_count=[1, 2, 3, 9], autoreset_mode=mode)
     env.reset(seed=0)
     for _ in range(3):
         env.step(np.zeros(4, dtype=np.int64))
-    assert env.resetting is None
     if mode == "NextStep":  # step 1 ends env 0; step 2 resets it and ends env 1; ...
-        assert seen == [None, [0], [1]]
-        assert same_array == [True, True]
+        assert seen == [[], [0], [1]]
+        assert reset_after == [None, [0], [1]]
+    elif mode == "SameStep":
+        assert seen == [[], [], []]
+        assert reset_after == [[0], [0, 1], [0, 2]]
     else:
-        assert seen == [None, None, None]
+        assert reset_after == [None, None, None]
 
 
 @pytest.mark.parametrize("space", [

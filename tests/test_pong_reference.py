@@ -172,7 +172,7 @@ def test_serves_drawn_with_the_next_step_resets_agree(monkeypatch):
 
     def counting(self, s, missed, rng):
         balls = original(self, s, missed, rng)
-        if self.resetting is not None:
+        if np.count_nonzero(s.awaiting_reset):  # this step resets games: joint or not
             taken["joint" if self._served is not None else "separate"] += 1
         return balls
 

@@ -15,7 +15,7 @@ from gymnasium.wrappers.vector import RecordVideo
 
 from batchenv import BatchPong
 from batchenv.__main__ import bench_pong, build_parser, main
-from batchenv.envs._pong_raster import PALETTE
+from batchenv.envs.pong.raster import PALETTE
 from batchenv.play import PongSession, actions_from_keys
 from batchenv.reference import ReferencePong
 

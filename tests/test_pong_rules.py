@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchenv.envs import pong as P
-from batchenv.envs._pong_raster import pixel_layout, render_layout, tile_layout
+from batchenv.envs.pong.raster import pixel_layout, render_layout, tile_layout
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State
 
@@ -22,6 +22,30 @@ def make_state(n: int, **fields) -> State:
     for name, value in fields.items():
         getattr(s, name)[...] = value
     return s
+
+
+# The wall and paddle rules applied to a whole state, one after the other: the statement
+# of the rules the step applies fused, on one gathered block (see test_fused_event_pass).
+def bounce_off_walls(s: State, p: P.PongParams) -> None:
+    """A ball past the top or bottom wall is reflected back (reflect_off_walls)."""
+    rows = ((s.ball_y < 0) | (s.ball_y > p.top_wall)).nonzero()[0]
+    bodies = P.take_fields(s, P.BALL_FIELDS, rows)
+    P.reflect_off_walls(bodies, p)
+    P.put_fields(s, P.BALL_FIELDS, rows, bodies)
+
+
+def ball_at_paddle_columns(s: State, p: P.PongParams) -> np.ndarray:
+    """Rows whose ball has reached a paddle's plane (x < 1 or x > width-2)."""
+    return (s.ball_x < p.left_plane) | (s.ball_x > p.right_plane)
+
+
+def bounce_off_paddles(s: State, rows: np.ndarray, p: P.PongParams) -> np.ndarray:
+    """Of ``rows``, a paddle within reach returns the ball (return_balls); returns the
+    rows whose ball was missed."""
+    bodies = P.take_fields(s, P.OBS_FIELDS, rows)
+    missed = rows[P.return_balls(bodies, p)]
+    P.put_fields(s, P.BALL_FIELDS, rows, bodies[:4])
+    return missed
 
 
 def rng_for(n: int, seed: int = 0) -> BatchRandom:
@@ -72,7 +96,7 @@ def test_bounce_off_walls(cases):
     y0 = np.array([c[0] for c in cases], dtype=np.float32)
     vy0 = np.array([c[1] for c in cases], dtype=np.float32)
     s = make_state(len(cases), ball_y=y0, ball_vy=vy0)
-    P.bounce_off_walls(s, PARAMS)
+    bounce_off_walls(s, PARAMS)
     for i, (y, vy) in enumerate(zip(y0, vy0)):
         if y < 0:
             assert s.ball_y[i] == -y and s.ball_vy[i] == -vy
@@ -86,7 +110,7 @@ def test_bounce_off_walls(cases):
 
 def test_ball_at_paddle_columns():
     s = make_state(5, ball_x=[0.5, 1.0, 20, 38.0, 38.5])
-    assert P.ball_at_paddle_columns(s, PARAMS).tolist() == [True, False, False, False, True]
+    assert ball_at_paddle_columns(s, PARAMS).tolist() == [True, False, False, False, True]
 
 
 @given(st.lists(st.tuples(st.sampled_from([0.25, 0.0, 38.5, 38.99]), st.floats(0, 29, width=32),
@@ -100,7 +124,7 @@ def test_bounce_off_paddles(cases):
     vx = np.where(x < 1, f32(-1), f32(1))
     s = make_state(len(cases), ball_x=x, ball_y=y, ball_vx=vx, ball_vy=vy, left_y=ly,
                    right_y=ry)
-    missed = P.bounce_off_paddles(s, np.arange(len(cases)), PARAMS)
+    missed = bounce_off_paddles(s, np.arange(len(cases)), PARAMS)
     for i in range(len(cases)):
         left = x[i] < 1
         offset = y[i] - (ly[i] if left else ry[i])
@@ -228,20 +252,20 @@ def test_ball_off_court_is_walls_or_paddle_planes():
                           st.floats(-3, 3, width=32), st.floats(2, 27, width=32),
                           st.floats(2, 27, width=32)), min_size=1, max_size=30))
 def test_fused_event_pass_equals_the_two_rules(cases):
-    """reflect_off_walls + return_balls on one gathered block == bounce_off_walls then
-    bounce_off_paddles on the state (the step's fused path against the separate rules)."""
+    """reflect_off_walls + return_balls on one gathered block (the step's path) ==
+    bounce_off_walls then bounce_off_paddles on the state (the rules one after the other)."""
     x, y, vy, ly, ry = (np.array(c, dtype=np.float32) for c in zip(*cases))
     fields = dict(ball_x=x, ball_y=y, ball_vx=np.where(x < 20, f32(-1), f32(1)), ball_vy=vy,
                   left_y=ly, right_y=ry)
     a, b = make_state(len(cases), **fields), make_state(len(cases), **fields)
-    P.bounce_off_walls(a, PARAMS)
-    missed_a = P.bounce_off_paddles(a, P.ball_at_paddle_columns(a, PARAMS).nonzero()[0],
+    bounce_off_walls(a, PARAMS)
+    missed_a = bounce_off_paddles(a, ball_at_paddle_columns(a, PARAMS).nonzero()[0],
                                     PARAMS)
     rows = P.ball_off_court(b, PARAMS)
-    bodies = P._take(b, P._OBS_FIELDS, rows)
+    bodies = P.take_fields(b, P.OBS_FIELDS, rows)
     P.reflect_off_walls(bodies, PARAMS)
     missed_b = rows[P.return_balls(bodies, PARAMS)]
-    P._put(b, P._BALL_FIELDS, rows, bodies[:4])
+    P.put_fields(b, P.BALL_FIELDS, rows, bodies[:4])
     assert missed_a.tolist() == missed_b.tolist()
     for name in ("ball_x", "ball_y", "ball_vx", "ball_vy"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)

@@ -105,7 +105,7 @@ class SB3VecEnv(VecEnv):
         self._add_channel = bool(add_channel_axis) and _is_grayscale_image(observation_space)
         if self._add_channel:
             shape = (*observation_space.shape, 1)  # type: ignore[misc]  # a Box's: a tuple
-            observation_space = spaces.Box(0, 255, shape, np.uint8)  # type: ignore[arg-type]
+            observation_space = spaces.Box(0, 255, shape, np.uint8)
         super().__init__(vector_env.num_envs, observation_space,
                          vector_env.single_action_space)
         self.metadata = vector_env.metadata
@@ -114,7 +114,8 @@ class SB3VecEnv(VecEnv):
     def reset(self) -> VecEnvObs:
         """Reset every env (with the seeds of the last :meth:`seed` call and the options of
         the last :meth:`set_options` call, both used once) and return the observations."""
-        obs, info = self.venv.reset(seed=self._seed_argument(), options=self._options_argument())
+        obs, info = self.venv.reset(seed=self._seed_argument(),  # type: ignore[arg-type]
+                                    options=self._options_argument())  # (a seed list is ok)
         self.reset_infos = [{} for _ in range(self.num_envs)]
         for i, env_info in _split_info(info).items():
             self.reset_infos[i] = env_info
@@ -173,7 +174,7 @@ class SB3VecEnv(VecEnv):
         """One RGB frame per env (``render_mode="rgb_array"``), for SB3's tiled ``render``."""
         if self.render_mode != "rgb_array":
             return [None] * self.num_envs
-        return list(self.venv.render())
+        return [np.asarray(frame) for frame in self.venv.render() or ()]
 
     # ------------------------------------------------------------------ attributes
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
@@ -212,9 +213,9 @@ class SB3VecEnv(VecEnv):
         seeds = self._seeds
         if all(s is None for s in seeds):
             return None
-        if all(s is not None for s in seeds) and seeds == list(range(seeds[0],
-                                                                     seeds[0] + len(seeds))):
-            return int(seeds[0])  # env i gets seed s + i: Gymnasium's and batchenv's int seed
+        first = seeds[0]
+        if first is not None and seeds == list(range(first, first + len(seeds))):
+            return int(first)  # env i gets seed s + i: Gymnasium's and batchenv's int seed
         return list(seeds)
 
     def _options_argument(self) -> dict[str, Any] | None:

@@ -1,11 +1,18 @@
-"""The native batched environments, one module each."""
+"""The native batched environments, one folder per family, and their declarations.
 
-from batchenv.envs.acrobot import AcrobotParams, BatchAcrobot
-from batchenv.envs.cartpole import BatchCartPole, CartPoleParams
-from batchenv.envs.continuous_mountain_car import (
+Each id is declared once, here, with :func:`batchenv.registration.register`: the id list
+(``batchenv.list_envs()``), ``batchenv.make``, ``gymnasium.make_vec``, the contract tests
+and the generated docs pages all read these declarations (``docs/writing_envs.md``).
+"""
+
+from batchenv.envs.classic.acrobot import AcrobotParams, BatchAcrobot
+from batchenv.envs.classic.cartpole import BatchCartPole, CartPoleParams
+from batchenv.envs.classic.continuous_mountain_car import (
     BatchMountainCarContinuous,
     MountainCarContinuousParams,
 )
+from batchenv.envs.classic.mountain_car import BatchMountainCar, MountainCarParams
+from batchenv.envs.classic.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.minatar import (
     BatchAsterix,
     BatchBreakout,
@@ -13,9 +20,28 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
-from batchenv.envs.mountain_car import BatchMountainCar, MountainCarParams
-from batchenv.envs.pendulum import BatchPendulum, PendulumParams
 from batchenv.envs.pong import BatchPong, PongParams
+from batchenv.registration import register
+
+register(BatchPong, "batchenv/Pong-v0")
+register(BatchCartPole, "batchenv/CartPole-v1", gymnasium_id="CartPole-v1",
+         docs_page="cartpole")
+register(BatchMountainCar, "batchenv/MountainCar-v0", gymnasium_id="MountainCar-v0",
+         docs_page="mountain_car")
+register(BatchMountainCarContinuous, "batchenv/MountainCarContinuous-v0",
+         gymnasium_id="MountainCarContinuous-v0", docs_page="mountain_car_continuous")
+register(BatchAcrobot, "batchenv/Acrobot-v1", gymnasium_id="Acrobot-v1", docs_page="acrobot")
+register(BatchPendulum, "batchenv/Pendulum-v1", gymnasium_id="Pendulum-v1",
+         docs_page="pendulum")
+# MinAtar: -v0 all 6 actions, -v1 MinAtar's minimal action set, as MinAtar's own Gymnasium
+# ids MinAtar/<Game>-v0/-v1 (minatar/gym.py); no time limit. Their pages: docs/envs/generate.py
+for _cls, _name in [(BatchAsterix, "Asterix"), (BatchBreakout, "Breakout"),
+                    (BatchFreeway, "Freeway"), (BatchSeaquest, "Seaquest"),
+                    (BatchSpaceInvaders, "SpaceInvaders")]:
+    for _v in (0, 1):
+        register(_cls, f"batchenv/MinAtar-{_name}-v{_v}", gymnasium_id=f"MinAtar/{_name}-v{_v}",
+                 kwargs={"minimal_action_set": bool(_v)})
+del _cls, _name, _v
 
 __all__ = [
     "AcrobotParams",

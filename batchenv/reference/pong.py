@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from batchenv.envs._pong_raster import (
+from batchenv.envs.pong import MODES, OBS_TYPES, PongParams
+from batchenv.envs.pong.raster import (
     PALETTE,
     Layout,
     pixel_layout,
     render_layout,
     tile_layout,
 )
-from batchenv.envs.pong import MODES, OBS_TYPES, PongParams
 
 __all__ = ["ReferencePong", "PlainPong", "CounterRandom", "seed_key", "mix64"]
 

@@ -1,5 +1,5 @@
-"""Write the classic-control and MinAtar env pages (docs/envs/*.md) from the classes'
-docstrings.
+"""Write the env pages (docs/envs/*.md) from the classes' docstrings (MinAtar's games too,
+:data:`MINATAR`).
 
     python docs/envs/generate.py          # rewrite the pages
     python docs/envs/generate.py --check  # exit 1 if a page is out of date
@@ -7,7 +7,8 @@ docstrings.
 The class docstring is the documentation (Gymnasium's sections: Description, Action Space,
 Observation Space, Rewards, Starting State, Episode End, Arguments, Differences from
 Gymnasium, Version History); this script adds a title, the ids, the state schema and the
-constructor's parameters. ``tests/test_classic_control.py`` checks the pages are in sync.
+constructor's parameters. The pages are those of the ids registered with ``docs_page=``
+(``batchenv/envs/__init__.py``); ``tests/test_classic_control.py`` checks they are in sync.
 """
 
 from __future__ import annotations
@@ -16,50 +17,52 @@ import argparse
 import dataclasses
 import inspect
 import sys
+import typing
 from pathlib import Path
 
 import numpy as np
 
 import batchenv
 from batchenv.core import BASE_FIELDS
-from batchenv.envs import (
-    AcrobotParams,
-    BatchAcrobot,
-    BatchCartPole,
-    BatchMountainCar,
-    BatchMountainCarContinuous,
-    BatchPendulum,
-    CartPoleParams,
-    MountainCarContinuousParams,
-    MountainCarParams,
-    PendulumParams,
-)
+from batchenv.registration import EnvEntry
 
 HERE = Path(__file__).resolve().parent
 
-#: MinAtar page name -> env class name in batchenv.envs.minatar (the games present)
+#: MinAtar page name -> env class name in batchenv.envs.minatar (they have no params
+#: dataclass, so their pages are made by minatar_page, not from docs_page= registrations)
 MINATAR = {"minatar_asterix": "BatchAsterix", "minatar_breakout": "BatchBreakout",
            "minatar_freeway": "BatchFreeway", "minatar_seaquest": "BatchSeaquest",
            "minatar_space_invaders": "BatchSpaceInvaders"}
 
-#: page name -> (env class, its parameters dataclass)
-PAGES = {
-    "cartpole": (BatchCartPole, CartPoleParams),
-    "mountain_car": (BatchMountainCar, MountainCarParams),
-    "mountain_car_continuous": (BatchMountainCarContinuous, MountainCarContinuousParams),
-    "acrobot": (BatchAcrobot, AcrobotParams),
-    "pendulum": (BatchPendulum, PendulumParams),
-}
+
+def params_class(cls: type) -> type:
+    """The parameters dataclass of an env class: the type of its ``params=`` keyword."""
+    hint = typing.get_type_hints(cls.__init__)["params"]
+    return next(a for a in typing.get_args(hint) or (hint,) if dataclasses.is_dataclass(a))
 
 
-def _entry(cls: type) -> batchenv.registration.EnvEntry:
-    target = f"{cls.__module__}:{cls.__name__}"
-    return next(e for e in batchenv.registry.values() if e.entry_point == target)
+def pages() -> dict[str, list[EnvEntry]]:
+    """Page name -> the registered ids documented there (``register(..., docs_page=...)``)."""
+    out: dict[str, list[EnvEntry]] = {}
+    for entry in batchenv.registry.values():
+        if entry.docs_page:
+            out.setdefault(entry.docs_page, []).append(entry)
+    return out
+
+
+#: page name -> (env class, its parameters dataclass), read from the registry
+PAGES = {name: (entries[0].load(), params_class(entries[0].load()))
+         for name, entries in pages().items()}
+
+
+def _entries(cls: type) -> list[EnvEntry]:
+    target = f"{cls.__module__}:{cls.__qualname__}"
+    return [e for e in batchenv.registry.values() if e.entry_point == target and e.docs_page]
 
 
 def page(cls: type, params: type) -> str:
     """The markdown page of one env class."""
-    entry = _entry(cls)
+    entry, *others = _entries(cls)
     doc = inspect.cleandoc(cls.__doc__ or "")
     lines = [
         f"# {cls.__name__}",
@@ -71,6 +74,7 @@ def page(cls: type, params: type) -> str:
         f"`batchenv.make(\"{entry.gymnasium_id}\", num_envs=N)` or "
         f"`batchenv.{cls.__name__}(N)`; "
         f"default time limit {entry.max_episode_steps} steps.",
+        *[f"Also `{e.id}` (`{e.gymnasium_id}`): keywords {dict(e.kwargs)}." for e in others],
         "",
         doc,
         "",
@@ -97,9 +101,9 @@ def page(cls: type, params: type) -> str:
 def minatar_page(cls: type) -> str:
     """The markdown page of one MinAtar game."""
     ids = [e for e in batchenv.registry.values()
-           if e.entry_point == f"{cls.__module__}:{cls.__name__}"]
-    v0 = next(e for e in ids if not dict(e.kwargs)["minimal_action_set"])
-    v1 = next(e for e in ids if dict(e.kwargs)["minimal_action_set"])
+           if e.entry_point == f"{cls.__module__}:{cls.__qualname__}"]
+    v0 = next(e for e in ids if not e.kwargs["minimal_action_set"])
+    v1 = next(e for e in ids if e.kwargs["minimal_action_set"])
     doc = inspect.cleandoc(cls.__doc__ or "")
     lines = [
         f"# {cls.__name__}",
@@ -135,11 +139,11 @@ def all_pages() -> dict[str, str]:
     """Every generated page: name -> text."""
     from batchenv.envs import minatar
 
-    pages = {name: page(cls, params) for name, (cls, params) in PAGES.items()}
+    out = {name: page(cls, params) for name, (cls, params) in PAGES.items()}
     for name, cls_name in MINATAR.items():
         if hasattr(minatar, cls_name):
-            pages[name] = minatar_page(getattr(minatar, cls_name))
-    return pages
+            out[name] = minatar_page(getattr(minatar, cls_name))
+    return out
 
 
 def main() -> int:

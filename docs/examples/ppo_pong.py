@@ -11,7 +11,25 @@ episode into the batch, to be masked out of the loss), and a *truncated* episode
 bootstrapped right where its reward arrives: ``r += gamma * V(final_obs)``. A *terminated*
 episode is not bootstrapped. See docs/training.md.
 
-Needs ``torch`` (the CPU build is enough), ``tqdm`` and, for ``--plot``, ``matplotlib``.
+Scaling out (``--workers K``, state observations): the batch is a ``ShardedVectorEnv`` of
+K worker processes (``--backend process``) or Ray actors (``--backend ray``), and the
+rollout is gathered one of three ways (``--rollout``):
+
+* ``collect`` (default with ``--workers``): each worker steps its shard ``num_steps`` times
+  with a copy of the policy sent once per update and returns the trajectories (the
+  IMPALA / RLlib env-runner pattern; one call per worker per rollout);
+* ``step``: the loop below, unchanged, calling the sharded env's ``step`` (one round trip
+  to the workers per step);
+* ``double-buffer`` (also ``--double-buffer``): the two halves of the batch alternate, the
+  policy runs here on one half while the workers step the other. The first action of each
+  rollout was chosen by the previous update's policy (one step of policy lag per rollout,
+  as in EnvPool's asynchronous PPO); its stored log-probability is that policy's.
+
+    python docs/examples/ppo_pong.py --workers 2 --backend process --time-limit 300
+    python docs/examples/ppo_pong.py --workers 2 --double-buffer --time-limit 300
+
+Needs ``torch`` (the CPU build is enough), ``tqdm`` and, for ``--plot``, ``matplotlib``
+(``--backend ray``: ``ray``).
 """
 
 from __future__ import annotations
@@ -89,7 +107,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--save-model", default=None, help="save the trained network here")
     p.add_argument("--log-interval", type=float, default=30.0,
                    help="seconds between log lines")
+    p.add_argument("--workers", type=int, default=0,
+                   help="shard the batch over this many workers (0: one process, no shards)")
+    p.add_argument("--backend", choices=["process", "ray"], default="process",
+                   help="where the workers run (with --workers)")
+    p.add_argument("--rollout", choices=["collect", "step", "double-buffer"], default=None,
+                   help="how a sharded rollout is gathered (default: collect)")
+    p.add_argument("--double-buffer", action="store_true",
+                   help="same as --rollout double-buffer")
     args = p.parse_args(argv)
+    if args.double_buffer:
+        args.rollout = "double-buffer"
+    if args.workers < 0:
+        p.error("--workers must be >= 0")
+    if args.rollout is not None and not args.workers:
+        p.error("--rollout / --double-buffer need --workers")
+    if args.workers:
+        args.rollout = args.rollout or "collect"
+        if args.obs_type == "pixels" and args.rollout != "step":
+            p.error("--rollout collect / double-buffer support --obs-type state only "
+                    "(frame stacking lives in this loop); use --rollout step for pixels")
+        if args.rollout == "double-buffer" and args.workers < 2:
+            p.error("--double-buffer needs --workers >= 2 (one half steps, the other thinks)")
     for key, value in DEFAULTS[args.obs_type].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -179,14 +218,139 @@ def as_frames(obs: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.array(obs, dtype=np.uint8))
 
 
-def make_env(args: argparse.Namespace, num_envs: int, mode: AutoresetMode
-             ) -> batchenv.BatchPong:
+def make_env(args: argparse.Namespace, num_envs: int, mode: AutoresetMode,
+             workers: int = 0) -> batchenv.BatchPong | batchenv.ShardedVectorEnv:
     """N games of Pong as one Gymnasium VectorEnv. copy=False returns views of the env's
-    buffers (no per-step allocation); the training loop copies what it keeps."""
-    return batchenv.BatchPong(num_envs, obs_type=args.obs_type, autoreset_mode=mode,
-                              copy=False, frameskip=args.frameskip,
-                              points_to_win=args.points_to_win,
-                              max_episode_steps=args.max_episode_steps)
+    buffers (no per-step allocation); the training loop copies what it keeps. With
+    ``workers``, the same batch sharded over worker processes / Ray actors."""
+    kwargs = dict(obs_type=args.obs_type, autoreset_mode=mode, copy=False,
+                  frameskip=args.frameskip, points_to_win=args.points_to_win,
+                  max_episode_steps=args.max_episode_steps)
+    if workers:
+        return batchenv.ShardedVectorEnv(batchenv.BatchPong, num_envs, num_workers=workers,
+                                         backend=args.backend, **kwargs)
+    return batchenv.BatchPong(num_envs, **kwargs)
+
+
+class WorkerPolicy:
+    """The policy a worker holds for ``collect``: a copy of the agent's weights (sent once
+    per update, pickled with this object), sampling actions from its shard's observations
+    and returning their log-probabilities and values with them."""
+
+    def __init__(self, agent: StateAgent) -> None:
+        self.weights = {k: v.detach().clone() for k, v in agent.state_dict().items()}
+        self.shape = (agent.actor[0].in_features, agent.actor[-1].out_features,
+                      agent.actor[0].out_features)
+        self.net: StateAgent | None = None
+
+    def __getstate__(self) -> dict:
+        return {"weights": self.weights, "shape": self.shape, "net": None}
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if self.net is None:
+            torch.set_num_threads(1)  # the workers share the cores: one thread each
+            self.net = StateAgent(*self.shape)
+            self.net.load_state_dict(self.weights)
+        with torch.inference_mode():
+            logits, value = self.net(torch.from_numpy(obs))
+            logp_all = torch.log_softmax(logits, dim=-1)
+            action = torch.multinomial(logp_all.exp(), 1).squeeze(1)
+            logp = logp_all.gather(1, action[:, None]).squeeze(1)
+        return action.numpy(), {"logprob": logp.numpy(), "value": value.numpy()}
+
+
+class EpisodeStats:
+    """Running returns and lengths of every env, for the rollouts that bypass
+    ``RecordEpisodeStatistics`` (collect, double-buffer); yields its ``info`` layout."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+
+    def update(self, rows: slice, reward: np.ndarray, done: np.ndarray) -> dict:
+        returns, lengths = self.returns[rows], self.lengths[rows]  # views
+        returns += reward
+        lengths += 1
+        if not done.any():
+            return {}
+        ended = np.zeros(len(self.returns), dtype=bool)
+        ended[rows] = done
+        info = {"_episode": ended, "episode": {"r": self.returns.copy(),
+                                                "l": self.lengths.copy()}}
+        returns[done] = 0.0
+        lengths[done] = 0
+        return info
+
+
+def bootstrap_truncated(rewards_t: torch.Tensor, rows: np.ndarray, final: np.ndarray,
+                        agent: nn.Module, gamma: float) -> None:
+    """``r += gamma * V(final_obs)`` for truncated episodes (see the module docstring)."""
+    with torch.inference_mode():
+        final_value = agent.value(torch.from_numpy(np.ascontiguousarray(final))).float()
+    rewards_t[torch.from_numpy(rows)] += gamma * final_value
+
+
+class DoubleBuffered:
+    """The double-buffered rollout: ``recv`` a half, record its step, choose its next
+    actions, ``send`` them, and on to the other half, which stepped meanwhile."""
+
+    def __init__(self, envs: batchenv.ShardedVectorEnv, seed: int) -> None:
+        self.envs = envs
+        self.stats = EpisodeStats(envs.num_envs)
+        envs.async_reset(seed=seed)
+        self.carry: dict[int, tuple] = {}  # half -> step-0 entries of the next rollout
+
+    def choose(self, agent: nn.Module, obs: np.ndarray) -> tuple:
+        x = torch.from_numpy(np.array(obs))
+        with torch.inference_mode():
+            logits, value = agent(x)
+            logp_all = torch.log_softmax(logits.float(), dim=-1)
+            action = torch.multinomial(logp_all.exp(), 1).squeeze(1)
+        return x, action, logp_all.gather(1, action[:, None]).squeeze(1), value
+
+    def run(self, agent: nn.Module, buf: dict, args: argparse.Namespace, clock, log,
+            global_step: int) -> tuple[torch.Tensor, int, int]:
+        T = buf["actions"].shape[0]
+        truncations = 0
+        next_obs = torch.zeros_like(buf["obs"][0])
+        if not self.carry:  # first rollout: the reset observations of both halves
+            for _ in range(2):
+                obs, *_, info = self.envs.recv()
+                rows = slice(int(info["env_id"][0]), int(info["env_id"][-1]) + 1)
+                with clock("policy"):
+                    self.carry[rows.start] = (rows, *self.choose(agent, obs))
+                self.envs.send(self.carry[rows.start][2].numpy())
+        for rows, x, action, logp, value in self.carry.values():
+            buf["obs"][0, rows], buf["actions"][0, rows] = x, action
+            buf["logprobs"][0, rows], buf["values"][0, rows] = logp, value
+        for t in range(T):
+            for _ in range(2):
+                with clock("env"):
+                    obs, reward, terminated, truncated, info = self.envs.recv()
+                rows = slice(int(info["env_id"][0]), int(info["env_id"][-1]) + 1)
+                done = terminated | truncated
+                buf["rewards"][t, rows] = torch.from_numpy(reward)
+                buf["dones"][t, rows] = torch.from_numpy(done)
+                global_step += rows.stop - rows.start
+                log.record(self.stats.update(rows, reward, done), global_step,
+                           clock.elapsed())
+                trunc_rows = np.flatnonzero(truncated)
+                if len(trunc_rows):
+                    truncations += len(trunc_rows)
+                    final = np.stack(info["final_obs"][trunc_rows])
+                    bootstrap_truncated(buf["rewards"][t, rows], trunc_rows, final, agent,
+                                        args.gamma)
+                with clock("policy"):
+                    chosen = self.choose(agent, obs)
+                if t + 1 < T:
+                    x, action, logp, value = chosen
+                    buf["obs"][t + 1, rows], buf["actions"][t + 1, rows] = x, action
+                    buf["logprobs"][t + 1, rows], buf["values"][t + 1, rows] = logp, value
+                else:  # the first step of the next rollout (chosen by this policy)
+                    next_obs[rows] = chosen[0]
+                    self.carry[rows.start] = (rows, *chosen)
+                self.envs.send(chosen[1].numpy())
+        return next_obs, global_step, truncations
 
 
 def evaluate(agent: nn.Module, args: argparse.Namespace, autocast) -> np.ndarray:
@@ -220,7 +384,9 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(args.seed)
     pixels = args.obs_type == "pixels"
 
-    envs = RecordEpisodeStatistics(make_env(args, args.num_envs, AutoresetMode.SAME_STEP))
+    raw_envs = make_env(args, args.num_envs, AutoresetMode.SAME_STEP, args.workers)
+    stepping = args.rollout in (None, "step")  # this loop calls envs.step itself
+    envs = RecordEpisodeStatistics(raw_envs) if stepping else raw_envs
     num_actions = int(envs.single_action_space.n)
 
     if pixels:
@@ -246,7 +412,12 @@ def main(argv: list[str] | None = None) -> dict:
     log = EpisodeLog(args.csv)
     clock = Stopwatch()
     global_step, truncations, time_to_target, stats = 0, 0, None, {}
-    obs_np, _ = envs.reset(seed=args.seed)
+    if args.rollout == "double-buffer":
+        double = DoubleBuffered(raw_envs, args.seed)  # resets the envs itself
+        obs_np = np.zeros((N, *obs_shape), dtype=np.float32)
+    else:
+        obs_np, _ = envs.reset(seed=args.seed)
+    episode_stats = EpisodeStats(N)
     if pixels:
         stack = FrameStack(as_frames(obs_np), args.frame_stack)
         next_obs = stack.frames
@@ -262,43 +433,71 @@ def main(argv: list[str] | None = None) -> dict:
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
         # 1. Collect a rollout with the current policy.
-        for t in range(T):
-            obs_buf[t] = next_obs
-            with clock("policy"), torch.inference_mode(), autocast:
-                logits, value = agent(next_obs)
-                logp_all = torch.log_softmax(logits.float(), dim=-1)
-                action = torch.multinomial(logp_all.exp(), 1).squeeze(1)
-            actions[t] = action
-            logprobs[t] = logp_all.gather(1, action[:, None]).squeeze(1)
-            values[t] = value
-
+        if args.rollout == "collect":
             with clock("env"):
-                obs_np, reward, terminated, truncated, info = envs.step(action.numpy())
-            global_step += N
-            rewards[t] = torch.from_numpy(reward)
-            done = np.logical_or(terminated, truncated)
-            dones[t] = torch.from_numpy(done)
+                traj = raw_envs.collect(WorkerPolicy(agent), T)
+            obs_buf.copy_(torch.from_numpy(traj.obs))
+            actions.copy_(torch.from_numpy(traj.actions))
+            logprobs.copy_(torch.from_numpy(traj.extras["logprob"]))
+            values.copy_(torch.from_numpy(traj.extras["value"]))
+            rewards.copy_(torch.from_numpy(traj.rewards))
+            done_np = traj.terminated | traj.truncated
+            dones.copy_(torch.from_numpy(done_np))
+            for t in range(T):
+                global_step += N
+                log.record(episode_stats.update(slice(None), traj.rewards[t], done_np[t]),
+                           global_step, clock.elapsed())
+            picked = traj.truncated[traj.final_index[:, 0], traj.final_index[:, 1]]
+            for t in np.unique(traj.final_index[picked, 0]):
+                at_t = picked & (traj.final_index[:, 0] == t)
+                truncations += int(at_t.sum())
+                bootstrap_truncated(rewards[t], traj.final_index[at_t, 1],
+                                    traj.final_obs[at_t], agent, args.gamma)
+            next_obs = torch.from_numpy(traj.next_obs)
+        elif args.rollout == "double-buffer":
+            buffers = {"obs": obs_buf, "actions": actions, "logprobs": logprobs,
+                       "values": values, "rewards": rewards, "dones": dones}
+            next_obs, global_step, more = double.run(agent, buffers, args, clock, log,
+                                                     global_step)
+            truncations += more
+        else:
+            for t in range(T):
+                obs_buf[t] = next_obs
+                with clock("policy"), torch.inference_mode(), autocast:
+                    logits, value = agent(next_obs)
+                    logp_all = torch.log_softmax(logits.float(), dim=-1)
+                    action = torch.multinomial(logp_all.exp(), 1).squeeze(1)
+                actions[t] = action
+                logprobs[t] = logp_all.gather(1, action[:, None]).squeeze(1)
+                values[t] = value
 
-            # Truncated episodes did not end: bootstrap from the value of their true final
-            # observation, which SAME_STEP returns in info["final_obs"] (obs_np already holds
-            # the first observation of the next episode for those envs).
-            trunc_rows = np.flatnonzero(truncated)
-            if pixels:
-                frames = as_frames(obs_np)
+                with clock("env"):
+                    obs_np, reward, terminated, truncated, info = envs.step(action.numpy())
+                global_step += N
+                rewards[t] = torch.from_numpy(reward)
+                done = np.logical_or(terminated, truncated)
+                dones[t] = torch.from_numpy(done)
+
+                # Truncated episodes did not end: bootstrap from the value of their true final
+                # observation, which SAME_STEP returns in info["final_obs"] (obs_np already holds
+                # the first observation of the next episode for those envs).
+                trunc_rows = np.flatnonzero(truncated)
+                if pixels:
+                    frames = as_frames(obs_np)
+                    if len(trunc_rows):
+                        final = as_frames(np.stack(info["final_obs"][trunc_rows]))
+                        final = stack.with_frame(torch.from_numpy(trunc_rows), final)
+                    next_obs = stack.push(frames, torch.from_numpy(done))
+                else:
+                    next_obs = torch.from_numpy(obs_np)
+                    if len(trunc_rows):
+                        final = torch.from_numpy(np.stack(info["final_obs"][trunc_rows]))
                 if len(trunc_rows):
-                    final = as_frames(np.stack(info["final_obs"][trunc_rows]))
-                    final = stack.with_frame(torch.from_numpy(trunc_rows), final)
-                next_obs = stack.push(frames, torch.from_numpy(done))
-            else:
-                next_obs = torch.from_numpy(obs_np)
-                if len(trunc_rows):
-                    final = torch.from_numpy(np.stack(info["final_obs"][trunc_rows]))
-            if len(trunc_rows):
-                truncations += len(trunc_rows)
-                with torch.inference_mode(), autocast:
-                    final_value = agent.value(final).float()
-                rewards[t, trunc_rows] += args.gamma * final_value
-            log.record(info, global_step, clock.elapsed())
+                    truncations += len(trunc_rows)
+                    with torch.inference_mode(), autocast:
+                        final_value = agent.value(final).float()
+                    rewards[t, trunc_rows] += args.gamma * final_value
+                log.record(info, global_step, clock.elapsed())
 
         # 2. Advantages by GAE(lambda), cut at episode ends.
         with torch.inference_mode(), autocast:
@@ -377,6 +576,8 @@ def main(argv: list[str] | None = None) -> dict:
     eval_returns = evaluate(agent, args, autocast) if args.eval_envs else np.array([np.nan])
     summary = {
         "obs_type": args.obs_type, "seed": args.seed, "num_envs": N,
+        "workers": args.workers, "backend": args.backend if args.workers else None,
+        "rollout": args.rollout,
         "global_step": global_step, "wall_time_s": round(elapsed, 1),
         "steps_per_s": round(global_step / elapsed),
         "env_time_s": round(clock.totals.get("env", 0.0), 1),

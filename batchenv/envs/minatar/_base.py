@@ -159,9 +159,22 @@ class MinAtarEnv(BatchEnv):
         self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
         super().__init__(num_envs, **kwargs)
         self._grids: dict[int, Grid] = {}
+        self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
+        self._terminated_out = np.zeros(self.num_envs, dtype=np.bool_)
         self.palette = minatar_palette(n_channels)
 
     # ------------------------------------------------------------ for the kernels
+    @property
+    def reward_buffer(self) -> np.ndarray:
+        """A float64 ``(num_envs,)`` array a kernel may write its rewards into and return
+        (the base class copies what ``step_envs`` returns)."""
+        return self._reward_out
+
+    @property
+    def terminated_buffer(self) -> np.ndarray:
+        """A bool ``(num_envs,)`` array for ``terminated``, as :attr:`reward_buffer`."""
+        return self._terminated_out
+
     def grid(self, rows: int) -> Grid:
         """The :class:`~batchenv.entities.Grid` of ``rows`` observations (made once per
         size: ``observe`` sees the whole batch, or the few envs of a SAME_STEP reset)."""
@@ -178,9 +191,17 @@ class MinAtarEnv(BatchEnv):
         nothing, so a reset's start state depends only on where the stream stood (as a
         reset by ``reset(options={"reset_mask": ...})`` from the same state)."""
         words = rng.draws(self.step_words)
-        if self.resetting is not None:
-            s.rng_counter[self.resetting] -= np.uint64(self.step_words)
+        discarded = self.discarded_rows(s)
+        if discarded is not None:
+            s.rng_counter[discarded] -= np.uint64(self.step_words)
         return words
+
+    @staticmethod
+    def discarded_rows(s: State) -> np.ndarray | None:
+        """The rows whose step result is discarded (None if none): envs awaiting a reset,
+        which NEXT_STEP resets right after the kernel (DISABLED restores them whole)."""
+        over = s.awaiting_reset
+        return over.nonzero()[0] if np.count_nonzero(over) else None
 
     def game_actions(self, s: State, action: np.ndarray, sticky_word: np.ndarray
                      ) -> np.ndarray:
@@ -189,7 +210,7 @@ class MinAtarEnv(BatchEnv):
         if self.minimal_action_set:
             action = self.action_set[action]
         return sticky_actions(action, s.last_action, sticky_word, self.sticky_action_prob,
-                              self.resetting)
+                              self.discarded_rows(s))
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:

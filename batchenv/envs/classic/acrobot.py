@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import ClassicControlEnv, params_from
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import ClassicControlEnv, params_from
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchAcrobot", "AcrobotParams"]
+__all__ = ["BatchAcrobot", "AcrobotState", "AcrobotParams"]
 
 _FIELDS = ("theta1", "theta2", "dtheta1", "dtheta2")
 _PI = np.pi
@@ -49,7 +49,16 @@ class AcrobotParams:
             raise ValueError("AcrobotParams: torque_noise_max must be >= 0")
 
 
-class BatchAcrobot(ClassicControlEnv):
+class AcrobotState(State):
+    """One env per row (``BatchAcrobot.state_dtype`` is made from these annotations)."""
+
+    theta1: Field[np.float64]  # rad, first link from pointing down, [-pi, pi]
+    theta2: Field[np.float64]  # rad, second link relative to the first, [-pi, pi]
+    dtheta1: Field[np.float64]  # rad/s, [-MAX_VEL_1, MAX_VEL_1]
+    dtheta2: Field[np.float64]  # rad/s, [-MAX_VEL_2, MAX_VEL_2]
+
+
+class BatchAcrobot(ClassicControlEnv[AcrobotState]):
     """## Description
 
     Gymnasium's ``Acrobot-v1`` for thousands of acrobots at once: two links connected in a
@@ -127,12 +136,7 @@ class BatchAcrobot(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
-    state_dtype = np.dtype([
-        ("theta1", np.float64),  # rad, first link from pointing down, [-pi, pi]
-        ("theta2", np.float64),  # rad, second link relative to the first, [-pi, pi]
-        ("dtheta1", np.float64),  # rad/s, [-MAX_VEL_1, MAX_VEL_1]
-        ("dtheta2", np.float64),  # rad/s, [-MAX_VEL_2, MAX_VEL_2]
-    ])
+    state_type = AcrobotState
     default_max_episode_steps = 500
     single_action_space = spaces.Discrete(3)
 
@@ -152,13 +156,19 @@ class BatchAcrobot(ClassicControlEnv):
         self._step_reward = np.zeros(n)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"theta1": (-np.pi, np.pi), "theta2": (-np.pi, np.pi),
+                "dtheta1": (-p.MAX_VEL_1, p.MAX_VEL_1), "dtheta2": (-p.MAX_VEL_2, p.MAX_VEL_2)}
+
+    def reset_rows(self, s: AcrobotState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         draws = rng.uniform(p.reset_low, p.reset_high, (4,)).T
         for name, values in zip(_FIELDS, draws.astype(np.float32)):  # float32, as Gymnasium
             getattr(s, name)[rows] = values
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: AcrobotState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         k = self._k
         torque = self._torque
@@ -173,7 +183,7 @@ class BatchAcrobot(ClassicControlEnv):
         np.subtract(self._done, 1.0, out=self._step_reward)  # -1, or 0 at the goal
         return self._step_reward, self._done
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: AcrobotState, out: np.ndarray) -> None:
         angles = fields_view(s, _FIELDS)[:2]
         np.cos(angles.T, out=out[:, 0:4:2])
         np.sin(angles.T, out=out[:, 1:4:2])
@@ -185,7 +195,7 @@ class BatchAcrobot(ClassicControlEnv):
             out[fresh, 0:4:2] = np.cos(a32)
             out[fresh, 1:4:2] = np.sin(a32)
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: AcrobotState) -> list[np.ndarray]:
         return draw.acrobot_frames(s.theta1, s.theta2, self.params)
 
 
@@ -320,7 +330,7 @@ def rk4(state: np.ndarray, torque: np.ndarray, k: AcrobotConstants, y: np.ndarra
     state += y
 
 
-def wrap_and_bound(s: State, k: AcrobotConstants) -> None:
+def wrap_and_bound(s: AcrobotState, k: AcrobotConstants) -> None:
     """Angles wrapped into [-pi, pi] by whole turns (Gymnasium's ``wrap``: one subtraction
     or addition of 2 pi at a time), velocities clipped to ``MAX_VEL_1``/``MAX_VEL_2``."""
     for angle in (s.theta1, s.theta2):
@@ -334,7 +344,7 @@ def wrap_and_bound(s: State, k: AcrobotConstants) -> None:
     np.clip(s.dtheta2, -k.max_vel_2, k.max_vel_2, out=s.dtheta2)
 
 
-def reached_height(s: State, work: np.ndarray, out: np.ndarray) -> None:
+def reached_height(s: AcrobotState, work: np.ndarray, out: np.ndarray) -> None:
     """Terminated: ``-cos(theta1) - cos(theta2 + theta1) > 1.0``: the free end is more than
     one link length above the fixed end."""
     a, b = work[0], work[1]

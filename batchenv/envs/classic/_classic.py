@@ -2,27 +2,30 @@
 row by row, and fast observation writes.
 
 A classic-control start state is a few uniform draws; writing them straight into the rows
-being reset (``BatchEnv.reset_rows``) avoids copying every field of those rows out and back,
-which halves the cost of the auto-reset path (it runs on most steps: a random CartPole
-episode lasts ~22 steps, so ~5% of the envs reset on every step).
+being reset (``BatchEnv.reset_rows``) avoids copying every field of those rows out and back;
+the auto-reset path runs on most steps (a random CartPole episode lasts ~22 steps, so ~5% of
+the envs reset on every step). What it saves: ``docs/performance.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from batchenv.core import BatchEnv
+from batchenv.core import BatchEnv, field_outside
 from batchenv.random import BatchRandom
 from batchenv.state import State
 
-P = TypeVar("P")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+P = TypeVar("P", bound="DataclassInstance")
+S = TypeVar("S", bound=State)
 
 #: Below this many envs one transposed copy writes an (n, k) observation fastest; above it
-#: k column copies do (numpy's transposed copy costs ~0.7 ns per element, a column copy
-#: ~0.25 ns).
+#: k column copies do (``python benchmarks/bench_micro.py``; docs/performance.md).
 SMALL_BATCH = 1024
 
 
@@ -45,17 +48,28 @@ def write_columns(out: np.ndarray, rows: np.ndarray | list[np.ndarray]) -> None:
             out[:, j] = row
 
 
-class ClassicControlEnv(BatchEnv):
+class ClassicControlEnv(BatchEnv[S], Generic[S]):
     """A :class:`~batchenv.BatchEnv` whose start states are written row by row.
 
     Subclasses implement :meth:`reset_rows` (drawing from its ``rng``, which covers just
     those rows); ``reset_envs`` is the same rule applied to every row of a state.
     """
 
-    observe_fills_out = True  # every env's observe writes all its columns
+    def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
+        super().__init__(num_envs, **kwargs)
+        self.observe_fills_out = True  # every env's observe writes all its columns
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """``{field: (low, high)}``: Gymnasium's bounds on state fields (where the env clips
+        or wraps to them); :meth:`set_state` rejects records outside them."""
+        return {}
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        return dict(field_outside(states, name, low, high)
+                    for name, (low, high) in self.state_bounds().items())
+
+    def reset_rows(self, s: S, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         raise NotImplementedError
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: S, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import ClassicControlEnv, params_from
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import ClassicControlEnv, params_from
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field, State
 
-__all__ = ["BatchPendulum", "PendulumParams"]
+__all__ = ["BatchPendulum", "PendulumState", "PendulumParams"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,14 @@ class PendulumParams:
             raise ValueError("PendulumParams: max_torque and max_speed must be > 0")
 
 
-class BatchPendulum(ClassicControlEnv):
+class PendulumState(State):
+    """One env per row (``BatchPendulum.state_dtype`` is made from these annotations)."""
+
+    th: Field[np.float64]  # angle, rad, 0 upright, counter-clockwise; not wrapped
+    thdot: Field[np.float64]  # angular velocity, rad/s, [-max_speed, max_speed]
+
+
+class BatchPendulum(ClassicControlEnv[PendulumState]):
     """## Description
 
     Gymnasium's ``Pendulum-v1`` for thousands of pendulums at once: the inverted
@@ -108,10 +115,7 @@ class BatchPendulum(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
-    state_dtype = np.dtype([
-        ("th", np.float64),  # angle, rad, 0 upright, counter-clockwise; not wrapped
-        ("thdot", np.float64),  # angular velocity, rad/s, [-max_speed, max_speed]
-    ])
+    state_type = PendulumState
     default_max_episode_steps = 200
     box_action_bounds = "clip"  # Gymnasium clips the torque
 
@@ -131,29 +135,35 @@ class BatchPendulum(ClassicControlEnv):
         self._never = np.zeros(n, dtype=np.bool_)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
         p = self.params
-        draws = rng.uniform([-p.x_init, -p.y_init], [p.x_init, p.y_init], (2,)).T
+        return {"thdot": (-p.max_speed, p.max_speed)}
+
+    def reset_rows(self, s: PendulumState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+        p = self.params
+        draws = rng.uniform(np.array([-p.x_init, -p.y_init]), np.array([p.x_init, p.y_init]),
+                            (2,)).T
         s.th[rows] = draws[0]
         s.thdot[rows] = draws[1]
         if s is self.state:
             self._u[rows] = 0.0  # no arrow until the next action (Gymnasium: last_u None)
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: PendulumState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         k = self._k
         u = self._u
-        np.clip(action[:, 0], k.minus_max_torque, k.max_torque, out=u)
+        u[:] = action[:, 0]  # clipped to [-max_torque, max_torque] by the base class
         swing_cost(s, u, k, self._u2, self._work, self._step_reward)
         swing(s, u, k, self._u2, self._work[0])
         return self._step_reward, self._never
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: PendulumState, out: np.ndarray) -> None:
         np.cos(s.th, out=out[:, 0])
         np.sin(s.th, out=out[:, 1])
         out[:, 2] = s.thdot
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: PendulumState) -> list[np.ndarray]:
         return draw.pendulum_frames(s.th, self._u, self.params)
 
 
@@ -186,7 +196,7 @@ def angle_normalize(x: np.ndarray, k: PendulumConstants, out: np.ndarray) -> np.
     return out
 
 
-def swing_cost(s: State, u: np.ndarray, k: PendulumConstants, u2: np.ndarray,
+def swing_cost(s: PendulumState, u: np.ndarray, k: PendulumConstants, u2: np.ndarray,
                work: np.ndarray, out: np.ndarray) -> None:
     """The reward ``-(angle_normalize(th)**2 + 0.1 * thdot**2 + 0.001 * u**2)``.
 
@@ -204,7 +214,7 @@ def swing_cost(s: State, u: np.ndarray, k: PendulumConstants, u2: np.ndarray,
     np.negative(out, out=out)
 
 
-def swing(s: State, u: np.ndarray, k: PendulumConstants, tmp32: np.ndarray,
+def swing(s: PendulumState, u: np.ndarray, k: PendulumConstants, tmp32: np.ndarray,
           tmp: np.ndarray) -> None:
     """``thdot += (3 g / (2 l) * sin(th) + 3 / (m l^2) * u) * dt``, clipped to
     ``[-max_speed, max_speed]``; ``th += thdot * dt``. ``3 / (m l^2) * u`` is float32."""

@@ -8,16 +8,17 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import (
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import (
     ClassicControlEnv,
     params_from,
     write_columns,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchMountainCarContinuous", "MountainCarContinuousParams"]
+__all__ = ["BatchMountainCarContinuous", "MountainCarContinuousState",
+           "MountainCarContinuousParams"]
 
 _FIELDS = ("position", "velocity")
 
@@ -45,7 +46,15 @@ class MountainCarContinuousParams:
             raise ValueError("MountainCarContinuousParams: need min_action < max_action")
 
 
-class BatchMountainCarContinuous(ClassicControlEnv):
+class MountainCarContinuousState(State):
+    """One env per row (``BatchMountainCarContinuous.state_dtype`` is made from these
+    annotations)."""
+
+    position: Field[np.float32]  # along the x-axis, [min_position, max_position]
+    velocity: Field[np.float32]  # per step, [-max_speed, max_speed]
+
+
+class BatchMountainCarContinuous(ClassicControlEnv[MountainCarContinuousState]):
     """## Description
 
     Gymnasium's ``MountainCarContinuous-v0`` for thousands of cars at once: the mountain
@@ -126,10 +135,7 @@ class BatchMountainCarContinuous(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
-    state_dtype = np.dtype([
-        ("position", np.float32),  # along the x-axis, [min_position, max_position]
-        ("velocity", np.float32),  # per step, [-max_speed, max_speed]
-    ])
+    state_type = MountainCarContinuousState
     default_max_episode_steps = 999
     # the kernel clips the force itself: the energy penalty uses the action as given
     box_action_bounds = "pass"
@@ -152,12 +158,19 @@ class BatchMountainCarContinuous(ClassicControlEnv):
         self._bonus = np.zeros(n, dtype=np.float64)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"position": (p.min_position, p.max_position),
+                "velocity": (-p.max_speed, p.max_speed)}
+
+    def reset_rows(self, s: MountainCarContinuousState, rows: np.ndarray | slice,
+                   rng: BatchRandom) -> None:
         p = self.params
         s.position[rows] = rng.uniform(p.reset_low, p.reset_high)
         s.velocity[rows] = 0.0
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: MountainCarContinuousState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         p = self.params
         raw = action.reshape(-1)  # float32, as given (box_action_bounds = "pass")
@@ -168,15 +181,15 @@ class BatchMountainCarContinuous(ClassicControlEnv):
         energy_reward(raw, self._done, self._bonus, self._step_reward)
         return self._step_reward, self._done
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: MountainCarContinuousState, out: np.ndarray) -> None:
         write_columns(out, fields_view(s, _FIELDS))
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: MountainCarContinuousState) -> list[np.ndarray]:
         return draw.mountain_car_frames(s.position, self.params)
 
 
 # -------------------------------------------------------------------- the rules
-def accelerate(s: State, raw: np.ndarray, force: np.ndarray,
+def accelerate(s: MountainCarContinuousState, raw: np.ndarray, force: np.ndarray,
                p: MountainCarContinuousParams, cos: np.ndarray, acc: np.ndarray) -> None:
     """``velocity += force * power - 0.0025 * cos(3 * position)``, clipped to
     ``[-max_speed, max_speed]``, in Gymnasium's precisions: ``3 * position`` in float32,
@@ -197,7 +210,8 @@ def accelerate(s: State, raw: np.ndarray, force: np.ndarray,
     np.clip(s.velocity, np.float32(-p.max_speed), np.float32(p.max_speed), out=s.velocity)
 
 
-def move(s: State, p: MountainCarContinuousParams, at_wall: np.ndarray) -> None:
+def move(s: MountainCarContinuousState, p: MountainCarContinuousParams,
+         at_wall: np.ndarray) -> None:
     """``position += velocity`` (float32), clipped to ``[min_position, max_position]``; a
     car at the left wall moving left stops."""
     s.position += s.velocity
@@ -210,7 +224,7 @@ def move(s: State, p: MountainCarContinuousParams, at_wall: np.ndarray) -> None:
         s.velocity[rows] = np.where(v < 0, np.float32(0), v)
 
 
-def reached_goal(s: State, p: MountainCarContinuousParams, tmp: np.ndarray,
+def reached_goal(s: MountainCarContinuousState, p: MountainCarContinuousParams, tmp: np.ndarray,
                  out: np.ndarray) -> None:
     """Terminated: ``position >= goal_position`` and ``velocity >= goal_velocity``
     (float32 against Python floats: the bounds are rounded to float32, as in Gymnasium)."""

@@ -124,7 +124,8 @@ def ale_stepper(num_games: int = 1, env_id: str = "ALE/Pong-v5",
     envs = [gym.make(env_id, **kwargs) for _ in range(num_games)]
     for i, e in enumerate(envs):
         e.reset(seed=i)
-    actions = np.random.default_rng(0).integers(0, envs[0].action_space.n, 4096).tolist()
+    n_actions = int(envs[0].action_space.n)  # type: ignore[attr-defined]  # Discrete
+    actions = np.random.default_rng(0).integers(0, n_actions, 4096).tolist()
 
     def run(t: int) -> None:
         a = actions[t & 4095]
@@ -184,7 +185,7 @@ def memory_per_env(num_envs: int = 65536, **kwargs: Any) -> tuple[float, float]:
     from batchenv import BatchPong
 
     probe = BatchPong(2, **kwargs)
-    action = np.zeros(probe.action_space.shape[1:], dtype=np.int64)
+    action = np.zeros(probe.action_space.shape[1:], dtype=np.int64)  # type: ignore[index]
     actions = np.broadcast_to(action, (num_envs, *action.shape)).copy()
     gc.collect()
     tracemalloc.start()

@@ -9,16 +9,16 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import (
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import (
     ClassicControlEnv,
     params_from,
     write_columns,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchCartPole", "CartPoleParams"]
+__all__ = ["BatchCartPole", "CartPoleState", "CartPoleParams"]
 
 _FIELDS = ("x", "x_dot", "theta", "theta_dot")
 _INTEGRATORS = ("euler", "semi-implicit euler")
@@ -60,7 +60,16 @@ class CartPoleParams:
         return self.masspole * self.length
 
 
-class BatchCartPole(ClassicControlEnv):
+class CartPoleState(State):
+    """One env per row (``BatchCartPole.state_dtype`` is made from these annotations)."""
+
+    x: Field[np.float64]  # cart position, m; the episode ends beyond +-x_threshold (2.4)
+    x_dot: Field[np.float64]  # cart velocity, m/s
+    theta: Field[np.float64]  # pole angle from upright, rad; ends beyond +-12 degrees
+    theta_dot: Field[np.float64]  # pole angular velocity, rad/s
+
+
+class BatchCartPole(ClassicControlEnv[CartPoleState]):
     """## Description
 
     Gymnasium's ``CartPole-v1`` for thousands of carts at once: a pole is attached by an
@@ -128,11 +137,12 @@ class BatchCartPole(ClassicControlEnv):
 
     ``fast_trig=True`` (the default) computes sin and cos of the pole angle in
     :func:`sin_cos` (a minimax polynomial for the sine, ``sqrt(1 - sin**2)`` for the
-    cosine) instead of the C library, which numpy calls one element at a time: a step
-    costs 35-50% less at N >= 4096 (the two C library calls are ~45% of Gymnasium's own
-    step there). A sine may differ from Gymnasium's by one unit in the last place for ~1%
-    of angles, a cosine for ~13%, so a step from the same state agrees to ~1e-15 instead
-    of bit for bit, and long balanced episodes drift apart (the upright pole is unstable).
+    cosine) instead of the C library, which numpy calls one element at a time (the step's
+    cost with and without it: ``docs/classic_control.md``, measured by
+    ``python benchmarks/bench_classic.py``). A sine may differ from Gymnasium's by one unit
+    in the last place for ~1% of angles, a cosine for ~13%, so a step from the same state
+    agrees to ~1e-15 instead of bit for bit, and long balanced episodes drift apart (the
+    upright pole is unstable).
     ``fast_trig=False`` uses the C library and is bit for bit.
 
     ## Differences from Gymnasium
@@ -153,12 +163,7 @@ class BatchCartPole(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
-    state_dtype = np.dtype([
-        ("x", np.float64),  # cart position, m; the episode ends beyond +-x_threshold (2.4)
-        ("x_dot", np.float64),  # cart velocity, m/s
-        ("theta", np.float64),  # pole angle from upright, rad; ends beyond +-12 degrees
-        ("theta_dot", np.float64),  # pole angular velocity, rad/s
-    ])
+    state_type = CartPoleState
     default_max_episode_steps = 500
     single_action_space = spaces.Discrete(2)
 
@@ -174,38 +179,39 @@ class BatchCartPole(ClassicControlEnv):
         self._work = np.empty((5, n))  # scratch rows
         self._acc = np.empty((2, n))  # xacc, thetaacc
         self._beyond = np.empty(n, dtype=np.bool_)
+        self._done = np.empty(n, dtype=np.bool_)
         self._step_reward = np.full(n, 0.0 if p.sutton_barto_reward else 1.0)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: CartPoleState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         draws = np.ascontiguousarray(rng.uniform(p.reset_low, p.reset_high, (4,)).T)
         for field, values in zip(fields_view(s, _FIELDS), draws):
             field[rows] = values  # row by row from contiguous rows: the cheapest scatter
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: CartPoleState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         k, work, acc = self._k, self._work, self._acc
         force = push_force(action, k)
         accelerations(s.theta, s.theta_dot, force, k, work, acc[0], acc[1])
         integrate(s, acc[0], acc[1], k, work[4])
-        done = self.terminated_buffer  # written in place: no copy
+        done = self._done
         out_of_bounds(s, k, work[4], self._beyond, done)
         if self.params.sutton_barto_reward:
             np.subtract(0.0, done, out=self._step_reward)
         return self._step_reward, done
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: CartPoleState, out: np.ndarray) -> None:
         write_columns(out, fields_view(s, _FIELDS))
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: CartPoleState) -> list[np.ndarray]:
         return draw.cartpole_frames(s.x, s.theta, self.params)
 
 
 # -------------------------------------------------------------------- the rules
 class CartPoleConstants:
-    """The parameters as 0-d float64 arrays (a ufunc call with a 0-d array operand costs
-    ~40% less than with a Python float), derived exactly as Gymnasium derives them."""
+    """The parameters as 0-d float64 arrays (the cheapest ufunc operands:
+    ``docs/performance.md``), derived exactly as Gymnasium derives them."""
 
     def __init__(self, p: CartPoleParams) -> None:
         def c(x: float) -> np.ndarray:
@@ -229,8 +235,17 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
                   k: CartPoleConstants, work: np.ndarray, xacc: np.ndarray,
                   thetaacc: np.ndarray) -> None:
     """The cart's and the pole's accelerations (Florian, "Correct equations for the dynamics
-    of the cart-pole system", 2007), with Gymnasium's operations in Gymnasium's order (so
-    the results match bit for bit). ``work``: four scratch rows."""
+    of the cart-pole system", 2007)::
+
+        temp = (force + polemass_length * theta_dot**2 * sin(theta)) / total_mass
+        thetaacc = (gravity * sin(theta) - cos(theta) * temp)
+                   / (length * (4/3 - masspole * cos(theta)**2 / total_mass))
+        xacc = temp - polemass_length * thetaacc * cos(theta) / total_mass
+
+    written below as a chain of in-place ufuncs (no temporaries), with Gymnasium's
+    operations in Gymnasium's order, so the results match bit for bit
+    (``tests/test_classic_control.py`` checks the chain against these lines). ``work``: four
+    scratch rows."""
     temp, den, cos, sin = work[0], work[1], work[2], work[3]
     if k.fast_trig:
         sin_cos(theta, sin, cos, temp)
@@ -266,7 +281,7 @@ def accelerations(theta: np.ndarray, theta_dot: np.ndarray, force: np.ndarray,
 #: 5e-18 relative, is ~0.03 units in the last place: what remains is float64 rounding.
 SIN_COEFFS = (-0.16666666666666663, 0.008333333333323076, -0.00019841269789973805,
               2.7557229440036473e-06, -2.498795167765636e-08)
-_SIN_K = [np.array(c) for c in SIN_COEFFS]  # 0-d arrays: ~40% cheaper ufunc operands
+_SIN_K = [np.array(c) for c in SIN_COEFFS]  # 0-d arrays: the cheapest ufunc operands
 _ONE = np.array(1.0)
 #: Where sin_cos uses the polynomial; beyond, the C library (a CartPole episode ends at
 #: |theta| > 0.21, so an angle beyond 0.4 needs |theta_dot| > 9 rad/s: rare).
@@ -277,11 +292,11 @@ _RANGE_SQUARED = FAST_TRIG_RANGE * FAST_TRIG_RANGE
 def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> None:
     """``sin(x)`` and ``cos(x)`` in ~16 numpy calls that run at memory speed: the sine by
     Horner's rule on a minimax polynomial, the cosine as ``sqrt(1 - sin**2)`` (exact
-    for |x| < pi/2, and ``np.sqrt`` is one correctly rounded SIMD instruction). 4-5x faster
-    than ``np.sin`` + ``np.cos`` at N >= 4096 (the C library's, one element at a time,
-    ~7 ns each). Each result is within one unit in the last place of the C library's
-    (sines equal for ~99% of angles, cosines for ~87%); angles beyond
-    :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
+    for |x| < pi/2, and ``np.sqrt`` is one correctly rounded SIMD instruction), instead of
+    the C library's ``sin`` and ``cos``, which numpy calls one element at a time (timings:
+    ``python benchmarks/bench_micro.py``, docs/performance.md). Each result is within one
+    unit in the last place of the C library's (sines equal for ~99% of angles, cosines for
+    ~87%); angles beyond :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
     np.multiply(x, x, out=z)
     np.multiply(z, _SIN_K[-1], out=sin)
     for c in _SIN_K[-2::-1]:
@@ -291,7 +306,7 @@ def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> N
     sin += x
     np.multiply(sin, sin, out=cos)
     np.subtract(_ONE, cos, out=cos)
-    if z[z.argmax()] <= _RANGE_SQUARED:  # argmax: 4x cheaper than max() on small arrays
+    if z[z.argmax()] <= _RANGE_SQUARED:  # argmax, not max(): no reduction machinery
         np.sqrt(cos, out=cos)
         return
     with np.errstate(invalid="ignore"):  # 1 - sin**2 < 0 where the polynomial is invalid
@@ -301,7 +316,7 @@ def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> N
     cos[wide] = np.cos(x[wide])
 
 
-def integrate(s: State, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConstants,
+def integrate(s: CartPoleState, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConstants,
               tmp: np.ndarray) -> None:
     """One step of ``tau`` seconds: Euler moves the positions with the old velocities,
     semi-implicit Euler with the new ones."""
@@ -321,7 +336,7 @@ def integrate(s: State, xacc: np.ndarray, thetaacc: np.ndarray, k: CartPoleConst
         s.theta += tmp
 
 
-def out_of_bounds(s: State, k: CartPoleConstants, tmp: np.ndarray, beyond: np.ndarray,
+def out_of_bounds(s: CartPoleState, k: CartPoleConstants, tmp: np.ndarray, beyond: np.ndarray,
                   out: np.ndarray) -> None:
     """Terminated: ``|x| > x_threshold`` or ``|theta| > theta_threshold_radians``."""
     np.abs(s.x, out=tmp)

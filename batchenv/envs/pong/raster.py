@@ -21,10 +21,14 @@ the same two float32 operations, so both agree bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from batchenv.state import fields_view
+
+if TYPE_CHECKING:
+    from batchenv.envs.pong.rules import PongParams, PongState
 
 __all__ = ["Layout", "Raster", "tile_layout", "pixel_layout", "render_layout", "PALETTE",
            "BACKGROUND", "WALL", "LEFT_PADDLE", "RIGHT_PADDLE", "BALL"]
@@ -102,7 +106,8 @@ class Layout:
         a, b = np.float32(self.scale_x), self._start(self.scale_x, 0, size)
         last = float(self.court_cells[1] - 1)
         cols = [int(np.float32(0.0) * a + b), int(np.float32(last) * a + b)]
-        return tuple(min(max(c, 0), self.width - size) for c in cols)
+        left, right = (min(max(c, 0), self.width - size) for c in cols)
+        return left, right
 
     def background_image(self) -> np.ndarray:
         """The image without ball and paddles, ``(height, width)`` uint8."""
@@ -122,7 +127,7 @@ def tile_layout(height: int, width: int, paddle_height: int) -> Layout:
                   (height, width))
 
 
-def pixel_layout(court: tuple[int, int], paddle_height: int, shape: tuple[int, int] = (84, 84),
+def pixel_layout(court: tuple[int, int], paddle_height: int, shape: tuple[int, ...] = (84, 84),
                  values: tuple[int, int, int, int, int] = (87, 236, 147, 148, 236)) -> Layout:
     """An Atari-DQN-like grayscale frame: walls of ``max(1, rows // 42)`` pixels above and
     below the court; values (background, wall, left paddle, right paddle, ball) default to
@@ -148,7 +153,7 @@ def render_layout(court: tuple[int, int], paddle_height: int, scale: int) -> Lay
                   LEFT_PADDLE, RIGHT_PADDLE, BALL)
 
 
-def _pattern(rows: int, cols: int, stride: int) -> np.ndarray:
+def _pattern(rows: int, cols: int, stride: int | np.ndarray) -> np.ndarray:
     return (np.arange(rows)[:, None] * stride + np.arange(cols)).ravel().astype(np.intp)
 
 
@@ -207,8 +212,8 @@ class Raster:
         cut = n * self._kb
         return buf[:cut].reshape(n, self._kb), buf[cut:].reshape(2, n, self._kp)
 
-    def _indices(self, s, env_offset: np.ndarray, paddle_base: np.ndarray, buf: np.ndarray,
-                 tmp: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _indices(self, s: PongState, env_offset: np.ndarray, paddle_base: np.ndarray,
+                 buf: np.ndarray, tmp: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Flat indices of every row's ball pixels and paddle units, into ``buf``."""
         n = len(env_offset)
         fb, ib, base, fp, ip = tmp
@@ -235,10 +240,10 @@ class Raster:
     def _paint(self, flat: np.ndarray, ball_idx: np.ndarray, paddle_idx: np.ndarray) -> None:
         flat[ball_idx] = self.layout.ball
         wide = flat.view(self._unit)  # paddles over the ball; a scalar value per call is
-        wide[paddle_idx[0]] = self._paddle_values[0]  # 25% faster than one broadcast call
+        wide[paddle_idx[0]] = self._paddle_values[0]  # cheaper than one broadcast call
         wide[paddle_idx[1]] = self._paddle_values[1]
 
-    def draw(self, s, out: np.ndarray) -> None:
+    def draw(self, s: PongState, out: np.ndarray) -> None:
         """Full draw of every row of ``s`` into ``out`` (``(len(s), height, width)``,
         C-contiguous uint8)."""
         n = len(s)
@@ -250,7 +255,7 @@ class Raster:
                                              self._temporaries(n))
         self._paint(out.reshape(-1), ball_idx, paddle_idx)
 
-    def update(self, s, canvas: np.ndarray) -> None:
+    def update(self, s: PongState, canvas: np.ndarray) -> None:
         """Bring ``canvas`` (the env's observation buffer, holding the frame this raster
         drew last, or anything on the first call) to the frame of ``s``."""
         flat = canvas.reshape(-1)
@@ -281,3 +286,33 @@ class Raster:
         i = d.pop("_drawn_index")
         self.__dict__.update(d)
         self._drawn = None if i is None else self._bufs[i]
+
+
+def ansi_frames(s: PongState, p: PongParams) -> list[str]:
+    """Text frames: the tile map with ``o`` the ball, ``#`` paddles, walls of ``-``, and
+    the score line on top."""
+    tiles = np.empty((len(s), p.height, p.width), dtype=np.uint8)
+    Raster(tile_layout(p.height, p.width, p.paddle_height), 1).draw(s, tiles)
+    chars = np.array([" ", "#", "o"])[tiles]
+    wall = "+" + "-" * p.width + "+"
+    out = []
+    for i in range(len(s)):
+        rows = ["|" + "".join(r) + "|" for r in chars[i]]
+        head = f" {int(s.score_left[i]):>3} : {int(s.score_right[i]):<3}".center(p.width + 2)
+        out.append("\n".join([head, wall, *rows, wall]) + "\n")
+    return out
+
+
+def tile_images(frames: np.ndarray, cols: int, gap: int = 2) -> np.ndarray:
+    """Lay ``frames`` ``(k, H, W, C)`` out row by row on a grid of ``cols`` columns,
+    ``gap`` pixels (value 0) between them: ``(rows*H + (rows-1)*gap, cols*W + (cols-1)*gap,
+    C)``."""
+    k, h, w, c = frames.shape
+    cols = min(cols, k)
+    rows = -(-k // cols)
+    grid = np.zeros((rows, h + gap, cols, w + gap, c), dtype=frames.dtype)
+    padded = np.zeros((rows * cols, h, w, c), dtype=frames.dtype)
+    padded[:k] = frames
+    grid[:, :h, :, :w] = padded.reshape(rows, cols, h, w, c).transpose(0, 2, 1, 3, 4)
+    return grid.reshape(rows * (h + gap), cols * (w + gap), c)[:rows * (h + gap) - gap,
+                                                               :cols * (w + gap) - gap]

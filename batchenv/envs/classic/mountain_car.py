@@ -8,16 +8,16 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.envs import _classic_render as draw
-from batchenv.envs._classic import (
+from batchenv.envs.classic import _render as draw
+from batchenv.envs.classic._classic import (
     ClassicControlEnv,
     params_from,
     write_columns,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State, fields_view
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchMountainCar", "MountainCarParams"]
+__all__ = ["BatchMountainCar", "MountainCarState", "MountainCarParams"]
 
 _FIELDS = ("position", "velocity")
 
@@ -42,7 +42,14 @@ class MountainCarParams:
                              f"{self.reset_low} > {self.reset_high}")
 
 
-class BatchMountainCar(ClassicControlEnv):
+class MountainCarState(State):
+    """One env per row (``BatchMountainCar.state_dtype`` is made from these annotations)."""
+
+    position: Field[np.float64]  # along the x-axis, [min_position, max_position]
+    velocity: Field[np.float64]  # per step, [-max_speed, max_speed]
+
+
+class BatchMountainCar(ClassicControlEnv[MountainCarState]):
     """## Description
 
     Gymnasium's ``MountainCar-v0`` for thousands of cars at once: a car placed at the
@@ -113,10 +120,7 @@ class BatchMountainCar(ClassicControlEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
-    state_dtype = np.dtype([
-        ("position", np.float64),  # along the x-axis, [min_position, max_position]
-        ("velocity", np.float64),  # per step, [-max_speed, max_speed]
-    ])
+    state_type = MountainCarState
     default_max_episode_steps = 200
     single_action_space = spaces.Discrete(3)
 
@@ -141,12 +145,18 @@ class BatchMountainCar(ClassicControlEnv):
         self._step_reward = np.full(n, -1.0)
 
     # ---------------------------------------------------------------- kernels
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def state_bounds(self) -> dict[str, tuple[float, float]]:
+        """Gymnasium clips these fields to these bounds: :meth:`set_state` rejects others."""
+        p = self.params
+        return {"position": (p.min_position, p.max_position),
+                "velocity": (-p.max_speed, p.max_speed)}
+
+    def reset_rows(self, s: MountainCarState, rows: np.ndarray | slice, rng: BatchRandom) -> None:
         p = self.params
         s.position[rows] = rng.uniform(p.reset_low, p.reset_high)
         s.velocity[rows] = 0.0
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: MountainCarState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         c = self._c
         accelerate(s, self._push[action], c, self._tmp)
@@ -154,15 +164,15 @@ class BatchMountainCar(ClassicControlEnv):
         reached_goal(s, self.params.goal_velocity, c, self._at_wall, self._done)
         return self._step_reward, self._done
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: MountainCarState, out: np.ndarray) -> None:
         write_columns(out, fields_view(s, _FIELDS))
 
-    def render_envs(self, s: State) -> list[np.ndarray]:
+    def render_envs(self, s: MountainCarState) -> list[np.ndarray]:
         return draw.mountain_car_frames(s.position, self.params)
 
 
 # -------------------------------------------------------------------- the rules
-def accelerate(s: State, push: np.ndarray, c: dict[str, np.ndarray],
+def accelerate(s: MountainCarState, push: np.ndarray, c: dict[str, np.ndarray],
                tmp: np.ndarray) -> None:
     """``velocity += (action - 1) * force + cos(3 * position) * (-gravity)``, clipped to
     ``[-max_speed, max_speed]``; ``push`` is ``(action - 1) * force``."""
@@ -174,7 +184,7 @@ def accelerate(s: State, push: np.ndarray, c: dict[str, np.ndarray],
     np.clip(s.velocity, c["minus_speed"], c["max_speed"], out=s.velocity)
 
 
-def move(s: State, c: dict[str, np.ndarray], at_wall: np.ndarray) -> None:
+def move(s: MountainCarState, c: dict[str, np.ndarray], at_wall: np.ndarray) -> None:
     """``position += velocity``, clipped to ``[min_position, max_position]``; a car at the
     left wall moving left stops (the collision is inelastic)."""
     s.position += s.velocity
@@ -186,7 +196,7 @@ def move(s: State, c: dict[str, np.ndarray], at_wall: np.ndarray) -> None:
         s.velocity[rows] = np.where(v < 0, 0.0, v)
 
 
-def reached_goal(s: State, goal_velocity: float, c: dict[str, np.ndarray],
+def reached_goal(s: MountainCarState, goal_velocity: float, c: dict[str, np.ndarray],
                  tmp: np.ndarray, out: np.ndarray) -> None:
     """Terminated: ``position >= goal_position`` and ``velocity >= goal_velocity``."""
     np.greater_equal(s.position, c["goal_position"], out=out)

@@ -15,17 +15,22 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field, State
 
 __all__ = ["CounterEnv", "NullEnv"]
 
 
-class CounterEnv(BatchEnv):
+class CounterState(State):
+    count: Field[np.int64]  # steps since reset
+    max_count: Field[np.int64]  # the episode terminates when count reaches it
+
+
+class CounterEnv(BatchEnv[CounterState]):
     """Observation: steps since reset (``Discrete(max_obs)``). Action: ``Discrete(5)``; the
     reward equals the action. Terminated when the count reaches ``max_count`` (one value per
     env, or one for all)."""
 
-    state_dtype = np.dtype([("count", np.int64), ("max_count", np.int64)])
+    state_type = CounterState
     single_action_space = spaces.Discrete(5)
 
     def __init__(self, num_envs: int | None = None, *, max_count: Any = 3,
@@ -35,15 +40,15 @@ class CounterEnv(BatchEnv):
         super().__init__(num_envs, **kwargs)
         self.state.max_count[:] = self._max_count
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: CounterState, rng: BatchRandom) -> None:
         s.count[:] = 0
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: CounterState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         s.count += 1
         return action, s.count == s.max_count
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: CounterState, out: np.ndarray) -> None:
         out[...] = s.count
 
 
@@ -67,4 +72,4 @@ class NullEnv(BatchEnv):
         return self._zeros, self._never
 
     def observe(self, s: State, out: np.ndarray) -> None:
-        pass
+        out.fill(0)  # every entry, every call: the buffer may be fresh

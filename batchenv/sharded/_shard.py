@@ -1,0 +1,142 @@
+"""What one worker does with its block of rows, whatever carries the commands (a process
+with shared memory, or a Ray actor). Kept free of transport so both backends run the same
+code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from batchenv.core import BatchEnv, _action_checker
+
+#: info keys that the driver assembles itself (from the final-observation buffers).
+STANDARD_INFO = ("final_obs", "_final_obs", "final_info", "_final_info")
+
+
+class StepOut:
+    """One shard's outputs of a step (or reset / set_state): arrays over its rows."""
+
+    __slots__ = ("obs", "reward", "terminated", "truncated", "final_rows", "final_obs", "info")
+
+    def __init__(self, obs: np.ndarray, reward: np.ndarray | None = None,
+                 terminated: np.ndarray | None = None, truncated: np.ndarray | None = None,
+                 final_rows: np.ndarray | None = None, final_obs: np.ndarray | None = None,
+                 info: dict[str, Any] | None = None) -> None:
+        self.obs, self.reward = obs, reward
+        self.terminated, self.truncated = terminated, truncated
+        self.final_rows, self.final_obs = final_rows, final_obs  # local rows, their obs
+        self.info = info or None  # non-standard info keys, arrays over the shard's rows
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, values: tuple) -> None:
+        for k, v in zip(self.__slots__, values):
+            setattr(self, k, v)
+
+
+def split_info(info: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | None,
+                                              dict[str, Any]]:
+    """SAME_STEP's final observations as (local rows, stacked observations), and the rest
+    of ``info`` that the driver must merge (empty for every BatchEnv)."""
+    rest = {k: v for k, v in info.items() if k not in STANDARD_INFO}
+    if info.get("final_info"):
+        rest["final_info"] = info["final_info"]
+        rest["_final_info"] = info["_final_info"]
+    if "_final_obs" not in info:
+        return None, None, rest
+    rows = np.flatnonzero(info["_final_obs"])
+    return rows, np.stack(list(info["final_obs"][rows])), rest
+
+
+class Shard:
+    """A ``BatchEnv`` over ``num_rows`` rows, run inside a worker."""
+
+    def __init__(self, env_cls: type[BatchEnv], num_rows: int, env_kwargs: dict[str, Any]
+                 ) -> None:
+        self.env = env_cls(num_rows, copy=False, validate=False, **env_kwargs)
+        self.obs: np.ndarray | None = None  # the latest observation (a view of env buffers)
+        self.policy: Any = None
+        self._out: dict[str, np.ndarray] | None = None  # collect's arrays, when it owns them
+        self._check = _action_checker(self.env.single_action_space, num_rows,
+                                      self.env.box_action_bounds)
+
+    def reset(self, seed: Any, mask: np.ndarray | None) -> StepOut:
+        options = None if mask is None else {"reset_mask": mask}
+        self.obs, info = self.env.reset(seed=seed, options=options)
+        return StepOut(self.obs, info=split_info(info)[2])
+
+    def step(self, actions: np.ndarray) -> StepOut:
+        self.obs, reward, terminated, truncated, info = self.env.step(actions)
+        rows, final, rest = split_info(info) if info else (None, None, None)
+        return StepOut(self.obs, reward, terminated, truncated, rows, final, rest)
+
+    def get_state(self) -> np.ndarray:
+        return self.env.get_state()
+
+    def set_state(self, states: np.ndarray, mask: np.ndarray | None) -> StepOut:
+        self.obs = self.env.set_state(states, mask)
+        return StepOut(self.obs)
+
+    def render(self) -> tuple | None:
+        return self.env.render()
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
+        return self.env.call(name, *args, **kwargs)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.env.set_attr(name, value)
+
+    def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None
+                ) -> tuple[StepOut, dict[str, Any]]:
+        """Step ``steps`` times with ``policy`` (``None``: the last one sent), writing into
+        ``out`` (views (steps, rows, ...) of obs, actions, rewards, terminated, truncated;
+        ``None``: allocate). Returns the last step's outputs and what is not in ``out``:
+        the final observations as (t, local row, obs), the policy's extras, and ``out``."""
+        if policy is not None:
+            self.policy = policy
+        if self.policy is None:
+            raise ValueError("collect: no policy given and none held from an earlier call")
+        if self.obs is None:
+            raise ValueError("collect() called before reset(): call reset() first")
+        env = self.env
+        if out is None and self._out is not None and len(self._out["obs"]) == steps:
+            out = self._out  # the caller (Ray) copies the arrays out: reuse them
+        if out is None:
+            n = env.num_envs
+            out = self._out = {"obs": np.empty((steps, *self.obs.shape), self.obs.dtype),
+                   "actions": np.empty((steps, *(env.action_space.shape or ())),
+                                       env.action_space.dtype),
+                   "rewards": np.empty((steps, n)),
+                   "terminated": np.empty((steps, n), bool),
+                   "truncated": np.empty((steps, n), bool)}
+        final_t: list[np.ndarray] = []
+        final_rows: list[np.ndarray] = []
+        final_obs: list[np.ndarray] = []
+        extras: dict[str, list] = {}
+        last = None
+        for t in range(steps):
+            out["obs"][t] = self.obs
+            chosen = self.policy(self.obs)
+            if isinstance(chosen, tuple):
+                chosen, more = chosen
+                for key, value in more.items():
+                    extras.setdefault(key, []).append(np.asarray(value))
+            actions = self._check(chosen)
+            out["actions"][t] = actions
+            last = self.step(actions)
+            out["rewards"][t] = last.reward
+            out["terminated"][t] = last.terminated
+            out["truncated"][t] = last.truncated
+            if last.final_rows is not None and last.final_obs is not None:
+                final_t.append(np.full(len(last.final_rows), t))
+                final_rows.append(last.final_rows)
+                final_obs.append(last.final_obs)
+        assert last is not None  # steps >= 1
+        side: dict[str, Any] = {"extras": {k: np.stack(v) for k, v in extras.items()},
+                                "out": out}
+        if final_t:
+            side["final"] = (np.concatenate(final_t), np.concatenate(final_rows),
+                             np.concatenate(final_obs))
+        return last, side

@@ -1,0 +1,311 @@
+"""Sharded batches against one process, as ratios measured side by side in one run.
+
+    python benchmarks/bench_sharded.py               # all cases; exits 1 if a target is missed
+    python benchmarks/bench_sharded.py --no-targets  # just print
+    python benchmarks/bench_sharded.py --only process --rounds 7
+    python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
+
+Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
+
+* the ceiling: two independent processes (no communication) of 32,768 envs against one of
+  65,536 — what the machine allows right now; every sharded ratio is bounded by it.
+* process backend, 2 workers vs one process: state obs at 65,536 envs and 84x84 pixels at
+  4,096 envs (target: >= 1.6x env-steps/s each); the per-step overhead of sharding at 64
+  envs (µs per step, sharded minus unsharded).
+* process backend, ``collect`` as below (no target: the same rollout with one message per
+  worker per rollout instead of one per step).
+* ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
+  held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
+  (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
+
+Each round times every contender once (interleaved), and the ratio of each round's pair is
+taken; the median over rounds is printed with the range. The figures depend on what else
+runs on the machine: say so when you quote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from batchenv import BatchPong, ShardedVectorEnv  # noqa: E402
+
+TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6, "ray collect 2x32768": 1.5}
+
+
+def chase(obs: np.ndarray) -> np.ndarray:
+    """A scripted policy over the state observation: move toward the ball (one cheap
+    vectorized rule, so that the env dominates the time)."""
+    return np.where(obs[:, 1] < obs[:, 4], 1, 2)
+
+
+def block_time(fn: Callable[[], None], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def stepper(env, num_envs: int) -> Callable[[], None]:
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 3, num_envs) for _ in range(8)]
+    counter = iter(range(1 << 62))
+
+    def step() -> None:
+        env.step(actions[next(counter) & 7])
+
+    return step
+
+
+def compare(name: str, make_a: Callable, make_b: Callable, calls: int, rounds: int,
+            results: dict) -> None:
+    """Seconds per call of two contenders, interleaved over ``rounds``; prints b/a."""
+    env_a, fn_a = make_a()
+    env_b, fn_b = make_b()
+    try:
+        fn_a(), fn_b()  # warm up
+        ratios, times_a, times_b = [], [], []
+        for _ in range(rounds):
+            ta, tb = block_time(fn_a, calls), block_time(fn_b, calls)
+            times_a.append(ta)
+            times_b.append(tb)
+            ratios.append(ta / tb)
+    finally:
+        env_a.close()
+        env_b.close()
+    results[name] = (statistics.median(ratios), min(ratios), max(ratios),
+                     statistics.median(times_a), statistics.median(times_b))
+
+
+def _independent(num_envs: int, calls: int, kwargs: dict, queue) -> None:
+    env = BatchPong(num_envs, copy=False, **kwargs)
+    env.reset(seed=0)
+    step = stepper(env, num_envs)
+    step()
+    queue.put(block_time(step, calls))
+
+
+def ceiling_case(rounds: int, results: dict) -> None:
+    """What two processes can do on this machine right now, with no communication at all:
+    two independent BatchPong(32768) processes against one BatchPong(65536). The sharded
+    ratios are bounded by this one; on a loaded machine it falls toward 1x or below."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ratios, times_one, times_two = [], [], []
+    env = BatchPong(65536, copy=False)
+    env.reset(seed=0)
+    step = stepper(env, 65536)
+    for _ in range(rounds):
+        t_one = block_time(step, 20)
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=_independent, args=(32768, 20, {}, queue))
+                 for _ in range(2)]
+        for proc in procs:
+            proc.start()
+        t_two = max(queue.get() for _ in procs)
+        for proc in procs:
+            proc.join()
+        ratios.append(t_one / t_two)
+        times_one.append(t_one)
+        times_two.append(t_two)
+    env.close()
+    results["ceiling state 65536"] = (statistics.median(ratios), min(ratios), max(ratios),
+                                      statistics.median(times_one),
+                                      statistics.median(times_two))
+
+
+def process_cases(rounds: int, results: dict) -> None:
+    ceiling_case(rounds, results)
+    for label, n, kwargs, calls in (("process state 65536", 65536, {}, 20),
+                                    ("process pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
+        def one(n=n, kwargs=kwargs):
+            env = BatchPong(n, copy=False, **kwargs)
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        def sharded(n=n, kwargs=kwargs):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        compare(label, one, sharded, calls, rounds, results)
+
+    def one64():
+        env = BatchPong(64, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    def sharded64():
+        env = ShardedVectorEnv(BatchPong, 64, num_workers=2, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    compare("process overhead 64", one64, sharded64, 300, rounds, results)
+    # no target: what the process backend gives when a call carries a whole rollout
+    collect_case("process collect 2x32768", "process", rounds, results)
+
+
+def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
+    """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
+    (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
+    n, steps = 65536, 128
+
+    def one():
+        env = BatchPong(n, copy=False)
+        obs = [env.reset(seed=0)[0]]
+        space = env.single_observation_space
+
+        # preallocated once, as the sharded env's (copy=False) trajectory arrays are
+        out = {"obs": np.empty((steps, n, *space.shape), space.dtype),
+               "actions": np.empty((steps, n), np.int64), "rewards": np.empty((steps, n)),
+               "terminated": np.empty((steps, n), bool), "truncated": np.empty((steps, n), bool)}
+
+        def rollout() -> None:  # what collect does, in one process: step and record
+            o = obs[0]
+            for t in range(steps):
+                out["obs"][t] = o
+                out["actions"][t] = a = chase(o)
+                o, out["rewards"][t], out["terminated"][t], out["truncated"][t], _ = \
+                    env.step(a)
+            obs[0] = o
+
+        return env, rollout
+
+    def sharded():
+        env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend=backend, copy=False)
+        env.reset(seed=0)
+        env.collect(chase, 1)  # the workers hold the policy from here on
+
+        def rollout() -> None:
+            env.collect(None, steps)
+
+        return env, rollout
+
+    compare(name, one, sharded, 1, rounds, results)
+
+
+def ray_cases(rounds: int, results: dict) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    collect_case("ray collect 2x32768", "ray", rounds, results)
+
+    def one64():
+        env = BatchPong(64, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    def sharded64():
+        env = ShardedVectorEnv(BatchPong, 64, num_workers=2, backend="ray", copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, 64)
+
+    compare("ray overhead 64", one64, sharded64, 50, rounds, results)
+
+
+def cluster_case(rounds: int) -> None:
+    """``collect`` on a simulated two-node Ray cluster (``ray.cluster_utils.Cluster``, one
+    CPU per node, one actor per node) against one actor: env-steps/s and the bytes moved,
+    for the throughput model of docs/scaling-out.md. Prints figures only (no target)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    per_actor, steps = 16384, 64
+    try:
+        envs = {w: ShardedVectorEnv(BatchPong, w * per_actor, num_workers=w, backend="ray",
+                                    copy=False,
+                                    # three actors on two 1-CPU nodes: half a CPU each;
+                                    # SPREAD puts the pair's actors on different nodes
+                                    ray_options={"num_cpus": 0.5,
+                                                 "scheduling_strategy": "SPREAD"})
+                for w in (1, 2)}
+        for env in envs.values():
+            env.reset(seed=0)
+            env.collect(chase, 1)
+        nodes = ray.get([a.node_id.remote() for a in envs[2]._backend.actors])
+        print(f"# the 2-actor env runs on {len(set(nodes))} node(s)")
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(rounds):
+            for w, env in envs.items():
+                start = time.perf_counter()
+                traj = env.collect(None, steps)
+                times[w].append(time.perf_counter() - start)
+        nbytes = sum(a.nbytes for a in (traj.obs, traj.actions, traj.rewards,
+                                        traj.terminated, traj.truncated))
+        per_step = nbytes / traj.rewards.size
+        for w, ts in times.items():
+            t = statistics.median(ts)
+            print(f"cluster collect {w} actor(s) x {per_actor} envs x {steps} steps: "
+                  f"{w * per_actor * steps / t / 1e6:6.2f} M env-steps/s, "
+                  f"{w * per_actor * steps * per_step / t / 1e6:7.1f} MB/s of trajectories "
+                  f"({per_step:.0f} B per env-step), {t * 1e3:7.1f} ms per call")
+        ratio = statistics.median(times[1]) / statistics.median(times[2]) * 2
+        print(f"cluster 2 nodes vs 1: {ratio:.2f}x env-steps/s")
+        for env in envs.values():
+            env.close()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--only", choices=["process", "ray", "cluster"], default=None,
+                   help="one group of cases (cluster: a simulated two-node Ray cluster, "
+                        "figures for docs/scaling-out.md; not run by default)")
+    p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
+    args = p.parse_args(argv)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# {os.cpu_count()} cores, load average {load:.1f} at start; "
+          f"{args.rounds} interleaved rounds; ratio = one process time / sharded time")
+    results: dict = {}
+    if args.only in (None, "process"):
+        process_cases(args.rounds, results)
+    if args.only in (None, "ray"):
+        ray_cases(args.rounds, results)
+    if args.only == "cluster":
+        cluster_case(args.rounds)
+    missed = []
+    ceiling = results.get("ceiling state 65536", (None,))[0]
+    for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
+        if "overhead" in name:
+            print(f"{name:24s} one process {t_one * 1e6:9.1f} us/step   sharded "
+                  f"{t_sharded * 1e6:9.1f} us/step   overhead "
+                  f"{(t_sharded - t_one) * 1e6:9.1f} us/step")
+            continue
+        target = TARGETS.get(name)
+        verdict = "" if target is None else (" ok" if ratio >= target else " MISSED")
+        if target is not None and ratio < target:
+            missed.append(name)
+        of_ceiling = ("" if ceiling is None or name.startswith("ceiling")
+                      else f"  ({ratio / ceiling:.0%} of the ceiling)")
+        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  one process "
+              f"{t_one * 1e3:8.2f} ms/call, sharded {t_sharded * 1e3:8.2f} ms/call"
+              f"{'' if target is None else f'  target {target}x'}{verdict}{of_ceiling}")
+    print(f"# load average {os.getloadavg()[0]:.1f} at the end")
+    if missed and not args.no_targets:
+        print(f"targets missed: {missed}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

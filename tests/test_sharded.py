@@ -1,0 +1,575 @@
+"""ShardedVectorEnv, process backend: the sharded batch against the unsharded ``BatchEnv``
+(an independent oracle: one process, no shards, no shared memory), faults, clean-up.
+
+Every test that starts workers closes them; ``no_leaks`` checks that no shared-memory
+block of ours is left in /dev/shm and no worker process survives."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import batchenv
+from batchenv import BatchPong, ShardedVectorEnv, ShardError, StepBeforeResetError
+from batchenv.sharded._process import SHM_PREFIX
+from batchenv.testing import CounterEnv
+
+N = 37  # not a multiple of the worker counts: shards of unequal size
+EPISODE = 40  # a short time limit, so truncations happen within the test
+
+
+def chase(obs: np.ndarray) -> np.ndarray:
+    """A deterministic row-wise policy over BatchPong's state observation (module level,
+    so the workers can unpickle it): the action is a function of the env's own row."""
+    return (np.floor(obs[:, 0] * 997 + obs[:, 1] * 613).astype(np.int64) % 3)
+
+
+def chase_with_extras(obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    action = chase(obs)
+    return action, {"twice": 2 * action, "ball": obs[:, :2].copy()}
+
+
+def bad_policy(obs: np.ndarray) -> np.ndarray:
+    return np.full(len(obs), 7)  # out of Discrete(3)
+
+
+def our_blocks() -> set[str]:
+    return set(glob.glob(f"/dev/shm/{SHM_PREFIX}{os.getpid()}_*"))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes (its parent reaps it)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    before = our_blocks()
+    yield
+    assert our_blocks() <= before, "shared memory left in /dev/shm"
+
+
+def actions_for(t: int, n: int = N) -> np.ndarray:
+    return np.random.default_rng(t).integers(0, 3, n)
+
+
+def assert_same_step(ref: tuple, got: tuple, where: str) -> None:
+    for name, x, y in zip(("obs", "reward", "terminated", "truncated"), ref[:4], got[:4]):
+        assert np.array_equal(x, y), f"{where}: {name} differs"
+        assert x.dtype == y.dtype and x.shape == y.shape, f"{where}: {name} dtype/shape"
+    ref_info, info = ref[4], got[4]
+    assert set(ref_info) == set(info), where
+    if "final_obs" in ref_info:
+        mask = ref_info["_final_obs"]
+        assert np.array_equal(mask, info["_final_obs"]), where
+        assert np.array_equal(ref_info["_final_info"], info["_final_info"]), where
+        assert np.array_equal(np.stack(ref_info["final_obs"][mask]),
+                              np.stack(info["final_obs"][mask])), where
+        assert all(x is None for x in info["final_obs"][~mask]), where
+
+
+# ---------------------------------------------------------------------- identical results
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+@pytest.mark.parametrize("workers", [2, 3])
+def test_same_as_unsharded(mode: AutoresetMode, workers: int) -> None:
+    """Every output of every step equals the unsharded env's, through episode ends,
+    truncations, masked resets (with and without seeds) and a seed list."""
+    kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
+    ref = BatchPong(N, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=workers, **kwargs)
+    try:
+        assert env.shard_rows == [range(k * N // workers, (k + 1) * N // workers)
+                                  for k in range(workers)]
+        ref_obs, ref_info = ref.reset(seed=11)
+        obs, info = env.reset(seed=11)
+        assert np.array_equal(ref_obs, obs) and ref_info == info
+        endings = 0
+        for t in range(3 * EPISODE):
+            if t == 50:  # a masked reset across shard boundaries, reseeding some envs
+                mask = np.zeros(N, bool)
+                mask[[0, 12, 13, 30, 36]] = True
+                seeds = [None] * N
+                seeds[12], seeds[30] = 5, 6
+                ref_obs, _ = ref.reset(seed=seeds, options={"reset_mask": mask})
+                obs, _ = env.reset(seed=seeds, options={"reset_mask": mask})
+                assert np.array_equal(ref_obs, obs)
+            if t == 70:  # a mask touching one shard only
+                mask = np.zeros(N, bool)
+                mask[1] = True
+                assert np.array_equal(ref.reset(options={"reset_mask": mask})[0],
+                                      env.reset(options={"reset_mask": mask})[0])
+            if mode is AutoresetMode.DISABLED and t % 30 == 29:  # wake frozen envs
+                done = ref.get_state()["awaiting_reset"]
+                if done.any():
+                    assert np.array_equal(ref.reset(options={"reset_mask": done})[0],
+                                          env.reset(options={"reset_mask": done})[0])
+            a = actions_for(t)
+            ref_out = ref.step(a)
+            out = env.step(a)
+            assert_same_step(ref_out, out, f"step {t}")
+            endings += int(ref_out[2].sum() + ref_out[3].sum())
+        assert endings > 0  # the comparison covered episode ends
+        assert np.array_equal(ref.get_state(), env.get_state())
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_row_i_is_a_batch_of_one_seeded_s_plus_i() -> None:
+    """Whatever num_workers, row i behaves as a 1-env batch seeded s + i."""
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=3, max_episode_steps=EPISODE)
+    try:
+        obs, _ = env.reset(seed=100)
+        singles = [BatchPong(1, max_episode_steps=EPISODE) for _ in range(6)]
+        single_obs = [s.reset(seed=100 + i)[0] for i, s in enumerate(singles)]
+        assert np.array_equal(obs, np.concatenate(single_obs))
+        for t in range(60):
+            a = actions_for(t, 6)
+            got = env.step(a)
+            for i, s in enumerate(singles):
+                one = s.step(a[i:i + 1])
+                for x, y in zip(one[:4], got[:4]):
+                    assert np.array_equal(x, y[i:i + 1]), (t, i)
+    finally:
+        env.close()
+
+
+def test_state_snapshots_and_render() -> None:
+    """get_state / set_state (whole batch and masked) and render against the oracle."""
+    kwargs = dict(max_episode_steps=EPISODE, render_mode="rgb_array")
+    ref = BatchPong(N, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, **kwargs)
+    try:
+        with pytest.raises(StepBeforeResetError):
+            env.step(actions_for(0))
+        with pytest.raises(StepBeforeResetError):
+            env.set_state(ref.get_state(), np.ones(N, bool))
+        ref.reset(seed=1)
+        for t in range(25):
+            ref.step(actions_for(t))
+        snapshot = ref.get_state()
+        assert np.array_equal(env.set_state(snapshot), ref.set_state(snapshot))
+        assert np.array_equal(env.get_state(), snapshot)
+        frames, ref_frames = env.render(), ref.render()
+        assert len(frames) == N and all(np.array_equal(x, y) for x, y in zip(frames, ref_frames))
+        # a masked restore from another snapshot touches only the masked rows
+        for t in range(25, 40):
+            ref.step(actions_for(t))
+        later = ref.get_state()
+        mask = np.zeros(N, bool)
+        mask[[3, 20, 21, 36]] = True
+        ref.set_state(snapshot)
+        expected = ref.set_state(later[mask], mask)
+        assert np.array_equal(env.set_state(later[mask], mask), expected)
+        assert np.array_equal(env.get_state(), ref.get_state())
+        for t in range(40, 60):
+            assert_same_step(ref.step(actions_for(t)), env.step(actions_for(t)), f"step {t}")
+        with pytest.raises(TypeError, match="full_state_dtype"):
+            env.set_state(np.zeros(N))
+        with pytest.raises(ValueError, match="one per True entry"):
+            env.set_state(later[:2], mask)
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_actions_are_validated_with_batch_wide_indices() -> None:
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2)
+    try:
+        env.reset(seed=0)
+        bad = np.zeros(N, np.int64)
+        bad[30] = 5  # in shard 1, whose local index would be 12
+        with pytest.raises(ValueError, match=r"\[30\]"):
+            env.step(bad)
+        with pytest.raises(ValueError, match="shape"):
+            env.step(np.zeros(N - 1, np.int64))
+        env.step(np.zeros(N, np.int64))  # still usable: nothing was sent
+    finally:
+        env.close()
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="num_workers"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=5)
+    with pytest.raises(ValueError, match="num_workers"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=0)
+    with pytest.raises(ValueError, match="backend"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, backend="threads")
+    with pytest.raises(ValueError, match="fork"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, start_method="fork")
+    with pytest.raises(TypeError, match="BatchEnv subclass"):
+        ShardedVectorEnv(object, 4, num_workers=2)
+    with pytest.raises(ValueError, match="obs_type"):  # the env's own check, in the driver
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, obs_type="smell")
+
+
+# ---------------------------------------------------------------------- overlap
+def test_step_async_and_double_buffering_match_unsharded() -> None:
+    """step_async/step_wait is step; in the double-buffered mode, each half sees the same
+    calls as in a plain run, so a row-wise policy gives the same trajectories."""
+    steps = 30
+    kwargs = dict(autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=EPISODE,
+                  points_to_win=1)
+    ref = BatchPong(N, **kwargs)
+    obs, _ = ref.reset(seed=3)
+    expected = [obs]
+    for _ in range(steps):
+        out = ref.step(chase(obs))
+        obs = out[0]
+        expected.append(out)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, **kwargs)
+    try:
+        obs, _ = env.reset(seed=3)
+        for t in range(steps):
+            env.step_async(chase(obs))
+            with pytest.raises(ValueError, match="step_wait"):
+                env.step_async(chase(obs))
+            out = env.step_wait()
+            assert_same_step(expected[t + 1], out, f"step_async {t}")
+            obs = out[0]
+
+        env.async_reset(seed=3)
+        with pytest.raises(ValueError, match="double-buffered"):
+            env.step(chase(obs))
+        seen = {0: 0, 1: 0}
+        halves = []
+        for _ in range(2 * (steps + 1)):
+            obs, reward, terminated, truncated, info = env.recv()
+            rows = info.pop("env_id")
+            h = 0 if rows[0] == 0 else 1
+            halves.append(h)
+            t = seen[h]
+            if t == 0:
+                assert np.array_equal(obs, expected[0][rows])
+                assert not reward.any() and not terminated.any() and not truncated.any()
+            else:
+                ref_out = expected[t]
+                sub = (ref_out[0][rows], ref_out[1][rows], ref_out[2][rows], ref_out[3][rows],
+                       _rows_info(ref_out[4], rows))
+                assert_same_step(sub, (obs, reward, terminated, truncated, info),
+                                 f"half {h} step {t}")
+            seen[h] += 1
+            env.send(chase(obs), rows)
+        assert halves == [0, 1] * (steps + 1)  # strict alternation
+        with pytest.raises(ValueError, match="send"):
+            env.send(chase(obs))  # nothing received since
+        env.reset(seed=0)  # leaves the mode, waiting for the halves in flight
+        env.step(np.zeros(N, np.int64))
+    finally:
+        env.close()
+        ref.close()
+
+
+def _rows_info(info: dict, rows: np.ndarray) -> dict:
+    if "_final_obs" not in info or not info["_final_obs"][rows].any():
+        return {}
+    return {"final_obs": info["final_obs"][rows], "_final_obs": info["_final_obs"][rows],
+            "final_info": {}, "_final_info": info["_final_info"][rows]}
+
+
+# ---------------------------------------------------------------------- collect
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_collect_matches_stepping_unsharded(mode: AutoresetMode) -> None:
+    steps = 2 * EPISODE + 5
+    kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
+    ref = BatchPong(N, **kwargs)
+    obs, _ = ref.reset(seed=9)
+    cols = {k: [] for k in ("obs", "actions", "rewards", "terminated", "truncated")}
+    finals = []
+    for t in range(steps):
+        a = chase(obs)
+        cols["obs"].append(obs)
+        cols["actions"].append(a)
+        obs, reward, terminated, truncated, info = ref.step(a)
+        cols["rewards"].append(reward)
+        cols["terminated"].append(terminated)
+        cols["truncated"].append(truncated)
+        if "_final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                finals.append(((t, i), info["final_obs"][i]))
+    env = ShardedVectorEnv(BatchPong, N, num_workers=3, **kwargs)
+    try:
+        env.reset(seed=9)
+        half = steps // 2  # two calls: the second reuses the policy held by the workers
+        first = env.collect(chase_with_extras, half)
+        second = env.collect(None, steps - half)
+        for key, ref_col in cols.items():
+            got = np.concatenate([getattr(first, key), getattr(second, key)])
+            assert np.array_equal(np.stack(ref_col), got), key
+        assert np.array_equal(first.extras["twice"], 2 * first.actions)
+        assert np.array_equal(first.extras["ball"], first.obs[:, :, :2])
+        assert np.array_equal(second.extras["twice"], 2 * second.actions)  # the held policy
+        assert np.array_equal(first.next_obs, second.obs[0])
+        assert np.array_equal(second.next_obs, obs)
+        index = np.concatenate([first.final_index, second.final_index + [half, 0]])
+        final_obs = np.concatenate([first.final_obs, second.final_obs])
+        assert [tuple(x) for x in index] == [k for k, _ in finals]
+        if finals:
+            assert np.array_equal(final_obs, np.stack([o for _, o in finals]))
+        assert (len(finals) > 0) == (mode is AutoresetMode.SAME_STEP)
+        # step() continues where collect() left off
+        assert_same_step(ref.step(chase(obs)), env.step(chase(obs)), "after collect")
+    finally:
+        env.close()
+        ref.close()
+
+
+# ---------------------------------------------------------------------- faults
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSEGV"])
+def test_a_dead_worker_is_named_and_close_cleans_up(how: str) -> None:
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2)
+    pids = env.worker_pids
+    env.reset(seed=0)
+    os.kill(pids[1], getattr(signal, how))
+    with pytest.raises(ShardError, match=rf"shard 1 \(rows 18\.\.36\) died .*{how}") as err:
+        env.step(actions_for(0))
+    assert err.value.shard == 1 and err.value.rows == range(18, 37)
+    with pytest.raises(ShardError, match="unusable"):
+        env.step(actions_for(0))
+    env.close()
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_an_exception_in_a_worker_is_named_with_its_cause() -> None:
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ShardError, match=r"shard 0 \(rows 0\.\.17\) raised ValueError") \
+                as err:
+            env.collect(bad_policy, 3)
+        assert isinstance(err.value.__cause__, ValueError)
+        assert err.value.others == [1]  # shard 1 failed the same way
+    finally:
+        env.close()
+    assert not any(alive(pid) for pid in env.worker_pids)
+
+
+def test_a_hung_worker_times_out_and_close_returns() -> None:
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, timeout=0.5)
+    pids = env.worker_pids
+    try:
+        env.reset(seed=0)
+        os.kill(pids[0], signal.SIGSTOP)
+        with pytest.raises(ShardError, match=r"shard 0 \(rows 0\.\.17\) did not answer"):
+            env.step(actions_for(0))
+    finally:
+        env.close()  # terminate() cannot stop a stopped process: close() kills it
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_garbage_collection_frees_the_workers_and_memory() -> None:
+    env = ShardedVectorEnv(BatchPong, 8, num_workers=2)
+    pids = env.worker_pids
+    assert our_blocks()  # the blocks exist while the env does
+    del env
+    import gc
+
+    gc.collect()
+    assert not any(alive(pid) for pid in pids)
+
+
+_DRIVER = """
+import os, sys, time
+import numpy as np
+import batchenv
+
+if __name__ == "__main__":
+    env = batchenv.make("batchenv/Pong-v0", 64, num_workers=2, obs_type="pixels")
+    env.reset(seed=0)
+    print(" ".join(map(str, env.worker_pids)), flush=True)
+    while True:
+        env.step(np.zeros(64, np.int64))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
+def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, tmp_path) -> None:
+    """Ctrl-C (SIGINT to the process group) or SIGKILL of the driver alone, mid-loop: the
+    workers exit and /dev/shm holds none of the driver's blocks (after SIGKILL, the
+    stdlib's resource tracker unlinks them)."""
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(_DRIVER))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=root,
+                            env={**os.environ, "PYTHONPATH": root}, start_new_session=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        blocks = glob.glob(f"/dev/shm/{SHM_PREFIX}{proc.pid}_*")
+        assert blocks
+        if sig == "SIGINT":  # as a terminal's Ctrl-C does: the whole process group
+            os.killpg(proc.pid, signal.SIGINT)
+        else:  # the OOM killer's way: the driver alone
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        deadline = time.monotonic() + 30  # a bound, not a measurement
+        while time.monotonic() < deadline and (
+                any(alive(p) for p in pids) or any(os.path.exists(b) for b in blocks)):
+            time.sleep(0.05)
+        assert not any(alive(p) for p in pids)
+        assert not any(os.path.exists(b) for b in blocks)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+# ---------------------------------------------------------------------- make
+def test_make_passes_num_workers_and_backend() -> None:
+    env = batchenv.make("CartPole-v1", 10, num_workers=2, max_episode_steps=20)
+    try:
+        assert isinstance(env, ShardedVectorEnv) and env.num_workers == 2
+        assert env.spec is not None and env.spec.id == "batchenv/CartPole-v1"
+        ref = batchenv.make("CartPole-v1", 10, max_episode_steps=20)
+        assert np.array_equal(ref.reset(seed=4)[0], env.reset(seed=4)[0])
+        for t in range(30):
+            a = np.random.default_rng(t).integers(0, 2, 10)
+            assert_same_step(ref.step(a), env.step(a), f"step {t}")
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="native"):
+        batchenv.make("CartPole-v1", 4, num_workers=2, vectorization="thread")
+
+
+def test_counter_env_uneven_shards_keep_time_limits() -> None:
+    """The Gymnasium auto-reset counter env, per-env episode lengths across shards; workers
+    started by "spawn" (the default elsewhere than Linux)."""
+    max_count = np.arange(1, 8)
+    env = ShardedVectorEnv(CounterEnv, 7, num_workers=3, max_count=3, max_episode_steps=4,
+                           start_method="spawn")
+    ref = CounterEnv(7, max_count=3, max_episode_steps=4)
+    try:
+        assert np.array_equal(env.reset(seed=0)[0], ref.reset(seed=0)[0])
+        for t in range(10):
+            a = max_count % 5
+            assert_same_step(ref.step(a), env.step(a), f"step {t}")
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------- the PPO example
+def _load_ppo():
+    import importlib.util
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    if str(examples) not in sys.path:
+        sys.path.insert(0, str(examples))
+    spec = importlib.util.spec_from_file_location("example_ppo_pong_sharded",
+                                                  examples / "ppo_pong.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
+    """The example's EpisodeStats (for collect / double-buffer, fed by halves) against
+    Gymnasium's RecordEpisodeStatistics on the same run."""
+    pytest.importorskip("torch")
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    ppo = _load_ppo()
+    env = RecordEpisodeStatistics(BatchPong(8, autoreset_mode=AutoresetMode.SAME_STEP,
+                                            max_episode_steps=25, points_to_win=1))
+    stats = ppo.EpisodeStats(8)
+    env.reset(seed=0)
+    ended = 0
+    for t in range(80):
+        _, reward, terminated, truncated, info = env.step(actions_for(t, 8))
+        done = terminated | truncated
+        mask = info.get("_episode", np.zeros(8, bool))
+        for rows in (slice(0, 3), slice(3, 8)):  # two halves, as the double buffer does
+            part = stats.update(rows, reward[rows], done[rows])
+            expected = np.zeros(8, bool)
+            expected[rows] = mask[rows]
+            assert np.array_equal(part.get("_episode", np.zeros(8, bool)), expected)
+            if part:
+                assert np.array_equal(info["episode"]["r"][expected],
+                                      part["episode"]["r"][expected])
+                assert np.array_equal(info["episode"]["l"][expected],
+                                      part["episode"]["l"][expected])
+        ended += int(mask.sum())
+    assert ended > 0
+
+
+@pytest.mark.parametrize("rollout", ["collect", "double-buffer"])
+def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("tqdm")
+    ppo = _load_ppo()
+    csv_path = tmp_path / "pong.csv"
+    summary = ppo.main(["--workers", "2", "--rollout", rollout, "--num-envs", "16",
+                        "--num-steps", "32", "--total-steps", "2048", "--num-minibatches", "2",
+                        "--points-to-win", "2", "--max-episode-steps", "60",
+                        "--eval-envs", "4", "--csv", str(csv_path)])
+    assert summary["global_step"] == 2048 and summary["rollout"] == rollout
+    for key in ("loss", "pg_loss", "v_loss", "entropy", "approx_kl"):
+        assert np.isfinite(summary[key]), key
+    returns = np.genfromtxt(csv_path, delimiter=",", names=True, ndmin=1)["episode_return"]
+    assert len(returns) == summary["episodes"] > 0
+    assert np.all((returns >= -2) & (returns <= 2))
+    assert summary["truncations"] > 0  # the time limit was hit: the bootstrap path ran
+
+
+# ---------------------------------------------------------------------- SyncVectorEnv's API
+def test_sync_api_matches_unsharded() -> None:
+    """np_random_seed, call / get_attr / set_attr, an all-True first reset mask and
+    SAME_STEP's final_obs entry types, against the unsharded env."""
+    kwargs = dict(autoreset_mode=AutoresetMode.SAME_STEP, max_count=np.int64(2),
+                  max_episode_steps=5, render_mode=None)
+    ref = CounterEnv(5, **kwargs)
+    env = ShardedVectorEnv(CounterEnv, 5, num_workers=2, **kwargs)
+    try:
+        everything = {"reset_mask": np.ones(5, bool)}
+        ref.reset(seed=[3, None, 4, 5, 6], options=everything)
+        env.reset(seed=[3, None, 4, 5, 6], options=everything)
+        assert env.np_random_seed[0] == 3 and env.np_random_seed[2:] == (4, 5, 6)
+        ref.reset(seed=40)
+        env.reset(seed=40)
+        assert env.np_random_seed == ref.np_random_seed == (40, 41, 42, 43, 44)
+        assert env.get_attr("np_random_seed") == ref.get_attr("np_random_seed")
+        assert env.get_attr("num_envs") == ref.get_attr("num_envs") == (5,) * 5
+        assert env.get_attr("max_episode_steps") == (5,) * 5
+        assert env.call("render") == ref.call("render") == (None,) * 5
+        env.set_attr("max_episode_steps", 3)
+        ref.set_attr("max_episode_steps", 3)
+        assert env.get_attr("max_episode_steps") == (3,) * 5  # on the shards too:
+        for t in range(4):
+            out, ref_out = env.step(np.ones(5, np.int64)), ref.step(np.ones(5, np.int64))
+            assert_same_step(ref_out, out, f"step {t}")
+            if "final_obs" in ref_out[4]:
+                assert [type(x) for x in out[4]["final_obs"]] == \
+                    [type(x) for x in ref_out[4]["final_obs"]]
+        with pytest.raises(ValueError, match=r"env indices \[3\]"):
+            env.set_attr("max_episode_steps", [3, 3, 3, 4, 3])
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_a_failed_start_leaves_nothing_behind() -> None:
+    """An env class the workers cannot get (a local class does not pickle): the error
+    propagates and the shared memory already created is unlinked (checked by no_leaks)."""
+
+    class Local(CounterEnv):
+        pass
+
+    with pytest.raises(Exception, match="Local"):
+        ShardedVectorEnv(Local, 4, num_workers=2)

@@ -1,0 +1,153 @@
+"""ShardedVectorEnv, Ray backend, against the unsharded env: on a local Ray instance
+(``ray.init(num_cpus=2)``) and on a simulated two-node cluster (``ray.cluster_utils``), one
+instance per test class (Ray takes seconds to start: the tests are few)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")  # the optional extra: pip install batchenv[ray]
+from gymnasium.vector import AutoresetMode  # noqa: E402
+
+from batchenv import BatchPong, ShardedVectorEnv, ShardError  # noqa: E402
+
+N = 21
+EPISODE = 30
+
+
+def assert_same(ref: tuple, got: tuple, where: str) -> None:
+    for x, y in zip(ref[:4], got[:4]):
+        assert np.array_equal(x, y) and x.dtype == y.dtype, where
+    assert set(ref[4]) == set(got[4]), where
+    if "_final_obs" in ref[4]:
+        mask = ref[4]["_final_obs"]
+        assert np.array_equal(mask, got[4]["_final_obs"]), where
+        assert np.array_equal(np.stack(ref[4]["final_obs"][mask]),
+                              np.stack(got[4]["final_obs"][mask])), where
+
+
+def check_same_as_unsharded(mode: AutoresetMode, **ray_options) -> list[str]:
+    """Steps, a masked reset, a state round trip and collect against the unsharded env;
+    returns the actors' node ids."""
+    kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
+    ref = BatchPong(N, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray",
+                           ray_options=ray_options, **kwargs)
+    try:
+        nodes = ray.get([a.node_id.remote() for a in env._backend.actors])
+        assert np.array_equal(ref.reset(seed=7)[0], env.reset(seed=7)[0])
+        endings = 0
+        for t in range(2 * EPISODE):
+            if t == 20:
+                mask = np.zeros(N, bool)
+                mask[[2, 15]] = True
+                assert np.array_equal(ref.reset(seed=[1] * N, options={"reset_mask": mask})[0],
+                                      env.reset(seed=[1] * N, options={"reset_mask": mask})[0])
+            a = np.random.default_rng(t).integers(0, 3, N)
+            out = ref.step(a)
+            assert_same(out, env.step(a), f"step {t}")
+            endings += int(out[2].sum() + out[3].sum())
+        assert endings
+        snapshot = ref.get_state()
+        assert np.array_equal(env.get_state(), snapshot)
+        # collect: a policy the actors hold (a lambda: Ray pickles closures)
+        policy = lambda obs: (obs[:, 1] > obs[:, 4]).astype(np.int64) + 1  # noqa: E731
+        traj = env.collect(policy, 2 * EPISODE)
+        obs = ref.set_state(snapshot)
+        for t in range(2 * EPISODE):
+            assert np.array_equal(traj.obs[t], obs), t
+            out = ref.step(policy(obs))
+            assert_same(out, (traj.obs[t + 1] if t + 1 < 2 * EPISODE else traj.next_obs,
+                              traj.rewards[t], traj.terminated[t], traj.truncated[t],
+                              out[4]), f"collect step {t}")
+            if "_final_obs" in out[4]:
+                rows = np.flatnonzero(out[4]["_final_obs"])
+                picked = traj.final_index[:, 0] == t
+                assert np.array_equal(traj.final_index[picked, 1], rows)
+                assert np.array_equal(traj.final_obs[picked],
+                                      np.stack(out[4]["final_obs"][rows]))
+            obs = out[0]
+        return nodes
+    finally:
+        env.close()
+        ref.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def check_killed_actor() -> None:
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray", timeout=60)
+    pids = env.worker_pids
+    env.reset(seed=0)
+    os.kill(pids[0], signal.SIGKILL)
+    with pytest.raises(ShardError, match=r"shard 0 \(rows 0\.\.9\) died"):
+        env.step(np.zeros(N, np.int64))
+    env.close()
+    deadline = time.monotonic() + 30  # a bound for Ray to reap the actor, not a timing
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)
+
+
+class TestLocalRay:
+    @pytest.fixture(scope="class", autouse=True)
+    def local_ray(self):
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
+
+    def test_same_as_unsharded(self) -> None:
+        check_same_as_unsharded(AutoresetMode.NEXT_STEP)
+
+    def test_double_buffered_halves_alternate(self) -> None:
+        env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")
+        ref = BatchPong(N)
+        try:
+            env.async_reset(seed=5)
+            obs = ref.reset(seed=5)[0]
+            actions = np.zeros(N, np.int64)
+            for t in range(6):
+                for h, rows in enumerate((range(0, 10), range(10, N))):
+                    got = env.recv()
+                    assert np.array_equal(got[4]["env_id"], np.array(rows))
+                    assert np.array_equal(got[0], obs[rows.start:rows.stop]), (t, h)
+                    env.send(actions[rows.start:rows.stop])
+                obs = ref.step(actions)[0]
+        finally:
+            env.close()
+
+
+class TestTwoNodeCluster:
+    @pytest.fixture(scope="class", autouse=True)
+    def cluster(self):
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(initialize_head=True,
+                          head_node_args={"num_cpus": 1, "include_dashboard": False})
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, log_to_driver=False)
+        yield cluster
+        ray.shutdown()
+        cluster.shutdown()
+
+    def test_same_as_unsharded_across_nodes(self) -> None:
+        nodes = check_same_as_unsharded(AutoresetMode.SAME_STEP, num_cpus=1)
+        assert len(set(nodes)) == 2  # one CPU per node: one actor on each
+
+    def test_a_killed_actor_is_named(self) -> None:
+        check_killed_actor()
