@@ -2,6 +2,7 @@
 
     python -m batchenv bench pong     # a short throughput table (about 20 s)
     python -m batchenv play pong      # play BatchPong against the CPU (needs pygame)
+    python -m batchenv play minatar-breakout   # a MinAtar game: arrows move, space fires
 
 Each command is a subparser; each env a choice of it, so commands and envs can be added
 without touching the others.
@@ -108,12 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-ale", action="store_true", help="skip the ALE baseline")
 
     play = commands.add_parser("play", help="play an env with the keyboard (needs pygame)")
-    play.add_argument("env", choices=["pong"], help="the env to play")
+    from batchenv.play import MINATAR_GAMES
+
+    play.add_argument("env", choices=["pong", *MINATAR_GAMES], help="the env to play")
     play.add_argument("--mode", choices=["cpu", "two_player", "rally"], default="cpu",
                       help="cpu: you (W/S or arrow keys) vs the CPU; two_player: W/S vs "
                            "arrow keys; rally: the seed's rally game")
-    play.add_argument("--fps", type=int, default=30, help="steps per second")
-    play.add_argument("--scale", type=int, default=12, help="pixels per court cell")
+    play.add_argument("--fps", type=int, default=None,
+                      help="steps per second (default: 30 for pong, 8 for MinAtar)")
+    play.add_argument("--scale", type=int, default=None,
+                      help="pixels per cell (default: 12 for pong, 40 for MinAtar)")
+    play.add_argument("--sticky-action-prob", type=float, default=0.0,
+                      help="MinAtar: sticky actions (default 0 when playing by hand)")
     play.add_argument("--points", type=int, default=21, help="points to win a game")
     play.add_argument("--seed", type=int, default=None)
     play.add_argument("--steps", type=int, default=None,
@@ -127,9 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_pong(args.sizes, args.block, args.repeats, ale=not args.no_ale)
         return 0
     if args.command == "play":
-        from batchenv.play import play_pong
+        from batchenv.play import play_minatar, play_pong
 
-        return play_pong(mode=args.mode, fps=args.fps, scale=args.scale,
+        if args.env.startswith("minatar-"):
+            return play_minatar(args.env, fps=args.fps or 8, scale=args.scale or 40,
+                                seed=args.seed, steps=args.steps,
+                                sticky_action_prob=args.sticky_action_prob)
+        return play_pong(mode=args.mode, fps=args.fps or 30, scale=args.scale or 12,
                          points_to_win=args.points, seed=args.seed, steps=args.steps)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 

@@ -1,9 +1,10 @@
-"""Play BatchPong with the keyboard, for visual debugging: ``python -m batchenv play pong``.
+"""Play BatchPong or a MinAtar game with the keyboard, for visual debugging:
+``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``.
 
 Needs pygame (``pip install "batchenv[play]"`` or ``pip install pygame``). Keys: W/S or the
 arrow keys move your (left) paddle against the CPU; in ``two_player`` and ``rally`` modes
 W/S move the left paddle and the arrow keys the right one. Esc or closing the window quits;
-P pauses.
+P pauses. MinAtar games: the arrow keys (or WASD) move, space fires; MinAtar's 6 actions.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import numpy as np
 
 from batchenv.envs.pong import DOWN, NOOP, UP, BatchPong
 
-__all__ = ["play_pong", "actions_from_keys", "PongSession"]
+__all__ = ["play_pong", "actions_from_keys", "PongSession", "play_minatar", "MinAtarSession",
+           "minatar_action", "MINATAR_GAMES"]
+
+#: ``play`` names of the MinAtar games -> their env class names in batchenv.envs.minatar
+MINATAR_GAMES = {"minatar-asterix": "BatchAsterix", "minatar-breakout": "BatchBreakout",
+                 "minatar-freeway": "BatchFreeway", "minatar-seaquest": "BatchSeaquest",
+                 "minatar-space-invaders": "BatchSpaceInvaders"}
 
 
 def _direction(up: bool, down: bool) -> int:
@@ -85,6 +92,92 @@ def play_pong(mode: str = "cpu", fps: int = 30, scale: int = 12, points_to_win: 
         screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
         clock = pygame.time.Clock()
         names = {pygame.K_w: "w", pygame.K_s: "s", pygame.K_UP: "up", pygame.K_DOWN: "down"}
+        paused, count = False, 0
+        while steps is None or count < steps:
+            for event in pygame.event.get():
+                if event.type == pygame.QUIT or (event.type == pygame.KEYDOWN
+                                                 and event.key == pygame.K_ESCAPE):
+                    return 0
+                if event.type == pygame.KEYDOWN and event.key == pygame.K_p:
+                    paused = not paused
+            if not paused:
+                keys = pygame.key.get_pressed()
+                frame = session.step({name for key, name in names.items() if keys[key]})
+                count += 1
+            pygame.surfarray.blit_array(screen, frame.transpose(1, 0, 2))
+            pygame.display.set_caption(session.status() + ("  [paused]" if paused else ""))
+            pygame.display.flip()
+            clock.tick(fps)
+    finally:
+        pygame.quit()
+    return 0
+
+
+def minatar_action(pressed: Collection[str]) -> int:
+    """MinAtar's action (0 n, 1 l, 2 u, 3 r, 4 d, 5 f) for the keys held down, named
+    ``"left"``, ``"up"``, ``"right"``, ``"down"`` (or ``"a"``, ``"w"``, ``"d"``, ``"s"``) and
+    ``"space"``; fire wins over a move, and a move over nothing."""
+    if "space" in pressed:
+        return 5
+    for action, keys in ((1, ("left", "a")), (3, ("right", "d")), (2, ("up", "w")),
+                         (4, ("down", "s"))):
+        if any(k in pressed for k in keys):
+            return action
+    return 0
+
+
+class MinAtarSession:
+    """A MinAtar game loop without a window: one env, keys in, RGB frames out."""
+
+    def __init__(self, game: str, scale: int = 40, seed: int | None = None,
+                 sticky_action_prob: float = 0.0) -> None:
+        import batchenv.envs.minatar as minatar
+
+        names = [name for name in MINATAR_GAMES if hasattr(minatar, MINATAR_GAMES[name])]
+        if game not in names:
+            raise ValueError(f"game must be one of {names}, got {game!r}")
+        cls = getattr(minatar, MINATAR_GAMES[game])
+        self.game = game
+        self.env = cls(1, render_mode="rgb_array", render_scale=scale,
+                       sticky_action_prob=sticky_action_prob)
+        self.env.reset(seed=seed)
+        self.returns = 0.0
+        self.games = 0
+        self.message = ""
+
+    def step(self, pressed: Collection[str]) -> np.ndarray:
+        _, reward, terminated, truncated, _ = self.env.step(np.array([minatar_action(pressed)]))
+        self.returns += float(reward[0])
+        if terminated[0] or truncated[0]:
+            self.games += 1
+            self.message = f"game {self.games} over, return {self.returns:.0f}"
+            self.returns = 0.0
+        return self.frame()
+
+    def frame(self) -> np.ndarray:
+        return self.env.render()[0]
+
+    def status(self) -> str:
+        return f"{self.game}  return {self.returns:.0f}  {self.message}".rstrip()
+
+
+def play_minatar(game: str, fps: int = 8, scale: int = 40, seed: int | None = None,
+                 steps: int | None = None, sticky_action_prob: float = 0.0) -> int:
+    """Open a window and play a MinAtar game; returns 0 (a process exit code)."""
+    try:
+        import pygame
+    except ImportError:
+        raise SystemExit('playing needs pygame: pip install "batchenv[play]" '
+                         "(or pip install pygame)") from None
+    session = MinAtarSession(game, scale, seed, sticky_action_prob)
+    frame = session.frame()
+    pygame.init()
+    try:
+        screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
+        clock = pygame.time.Clock()
+        names = {pygame.K_LEFT: "left", pygame.K_RIGHT: "right", pygame.K_UP: "up",
+                 pygame.K_DOWN: "down", pygame.K_a: "a", pygame.K_d: "d", pygame.K_w: "w",
+                 pygame.K_s: "s", pygame.K_SPACE: "space"}
         paused, count = False, 0
         while steps is None or count < steps:
             for event in pygame.event.get():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -106,3 +107,22 @@ def test_rolling_mean_and_episode_log(tmp_path):
     rows = read_csv(tmp_path / "e.csv")
     assert [(r["global_step"], r["episode_return"]) for r in rows] == [
         ("30", "5.0"), ("30", "7.0"), ("36", "9.0")]
+
+
+@pytest.mark.parametrize("game", ["breakout", "asterix"])
+def test_ppo_minatar_smoke(tmp_path, game):
+    ppo = load("ppo_minatar")
+    csv_path = tmp_path / f"{game}.csv"
+    argv = ["--game", game, "--num-envs", "16", "--num-steps", "32", "--total-steps", "2048",
+            "--num-minibatches", "2", "--threads", "1", "--eval-envs", "4",
+            "--eval-steps", "100", "--max-episode-steps", "20", "--csv", str(csv_path)]
+    if importlib.util.find_spec("matplotlib"):
+        argv += ["--plot", str(tmp_path / "curve.png")]
+    summary = ppo.main(argv)
+    assert summary["global_step"] == 2048
+    check_run(summary, csv_path, 0, 20)  # at most one point per step
+    assert summary["truncations"] > 0  # episodes of 20 steps: the bootstrap path ran
+    saved = json.loads(csv_path.with_suffix(".json").read_text())
+    assert saved["episodes"] == summary["episodes"] and saved["game"] == game
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "curve.png").stat().st_size > 1000

@@ -13,6 +13,13 @@ from batchenv.envs.classic.continuous_mountain_car import (
 )
 from batchenv.envs.classic.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.classic.pendulum import BatchPendulum, PendulumParams
+from batchenv.envs.minatar import (
+    BatchAsterix,
+    BatchBreakout,
+    BatchFreeway,
+    BatchSeaquest,
+    BatchSpaceInvaders,
+)
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
 
@@ -26,15 +33,29 @@ register(BatchMountainCarContinuous, "batchenv/MountainCarContinuous-v0",
 register(BatchAcrobot, "batchenv/Acrobot-v1", gymnasium_id="Acrobot-v1", docs_page="acrobot")
 register(BatchPendulum, "batchenv/Pendulum-v1", gymnasium_id="Pendulum-v1",
          docs_page="pendulum")
+# MinAtar: -v0 all 6 actions, -v1 MinAtar's minimal action set, as MinAtar's own Gymnasium
+# ids MinAtar/<Game>-v0/-v1 (minatar/gym.py); no time limit. Their pages: docs/envs/generate.py
+for _cls, _name in [(BatchAsterix, "Asterix"), (BatchBreakout, "Breakout"),
+                    (BatchFreeway, "Freeway"), (BatchSeaquest, "Seaquest"),
+                    (BatchSpaceInvaders, "SpaceInvaders")]:
+    for _v in (0, 1):
+        register(_cls, f"batchenv/MinAtar-{_name}-v{_v}", gymnasium_id=f"MinAtar/{_name}-v{_v}",
+                 kwargs={"minimal_action_set": bool(_v)})
+del _cls, _name, _v
 
 __all__ = [
     "AcrobotParams",
     "BatchAcrobot",
+    "BatchAsterix",
+    "BatchBreakout",
     "BatchCartPole",
+    "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",
     "BatchPendulum",
     "BatchPong",
+    "BatchSeaquest",
+    "BatchSpaceInvaders",
     "CartPoleParams",
     "MountainCarContinuousParams",
     "MountainCarParams",

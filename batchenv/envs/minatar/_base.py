@@ -1,0 +1,280 @@
+"""What the five MinAtar games share: spaces, sticky actions, the random words of a step,
+rendering with MinAtar's palette, and the ``MinAtarEnv`` base class.
+
+Reference: MinAtar 1.0.15 (Young & Tian, 2019), ``minatar/environment.py`` (``Environment``:
+sticky actions, 6 actions), ``minatar/gym.py`` (Gymnasium ids, the ``rgb_array`` palette)
+and ``minatar/gui.py``. Each game is one module with its own three kernels; this module holds
+only rule functions they call and the plumbing they have in common.
+
+**Random words.** Every random decision of a MinAtar game is a function of one 64-bit word
+of the env's own stream (:class:`batchenv.random.BatchRandom`), drawn in fixed blocks: each
+step draws the same number of words for every row (word 0 is the sticky-action draw), each
+reset its game's number. The conversions, which ``tests/minatar_parity.py`` reimplements to
+drive the reference:
+
+* ``rand()`` (uniform in [0, 1)) is ``(word >> 11) * 2**-53``, so ``rand() < p`` is
+  ``(word >> 11) < p * 2**53`` (exact in float64);
+* ``randint(low, high)`` is ``low + word % (high - low)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from batchenv.core import BatchEnv, StepBeforeResetError
+from batchenv.entities import Grid
+from batchenv.envs.pong import tile_images
+from batchenv.random import BatchRandom
+from batchenv.state import State
+
+__all__ = ["MinAtarEnv", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
+           "minatar_palette", "rand_below", "randint", "sticky_actions"]
+
+#: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
+ACTIONS = ("n", "l", "u", "r", "d", "f")
+NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
+GRID = 10  # the 10 x 10 board of every game
+#: State columns every MinAtar game appends to its schema.
+STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
+#                                             Environment.last_action); 0 before any step
+_S11 = np.array(11, dtype=np.uint64)
+_TWO53 = float(2**53)
+
+
+# ---------------------------------------------------------------- random words
+def rand_below(words: np.ndarray, p: float) -> np.ndarray:
+    """``rand() < p`` for each word: ``(word >> 11) * 2**-53 < p``, computed exactly as
+    ``(word >> 11) < p * 2**53`` (both sides exact in float64)."""
+    return (words >> _S11) < p * _TWO53
+
+
+def randint(words: np.ndarray, low: int | np.ndarray, high: int | np.ndarray) -> np.ndarray:
+    """``randint(low, high)`` for each word: ``low + word % (high - low)`` (int64)."""
+    span = np.asarray(high, dtype=np.uint64) - np.asarray(low, dtype=np.uint64)
+    return (words % span).astype(np.int64) + low
+
+
+def sticky_actions(action: np.ndarray, last_action: np.ndarray, word: np.ndarray,
+                   prob: float, keep: np.ndarray | None = None) -> np.ndarray:
+    """MinAtar's ``Environment.act``: ``if rand() < sticky_action_prob: a = last_action``,
+    then ``last_action = a``. Returns the applied actions and updates ``last_action`` in
+    place, except at rows ``keep`` (envs whose step is discarded: NEXT_STEP resets them,
+    and MinAtar would call ``reset``, not ``act``, there)."""
+    if prob <= 0.0:
+        applied = action
+    else:
+        applied = np.where(rand_below(word, prob), last_action, action)
+    if keep is None:
+        last_action[...] = applied
+    else:
+        kept = last_action[keep]
+        last_action[...] = applied
+        last_action[keep] = kept
+    return applied
+
+
+# ---------------------------------------------------------------- rendering
+def cubehelix_palette(n_colors: int) -> np.ndarray:
+    """``seaborn.color_palette("cubehelix", n_colors)`` as an ``(n_colors, 3)`` float array,
+    computed without seaborn: seaborn samples matplotlib's ``cubehelix`` colormap at
+    ``linspace(0, 1, n + 2)[1:-1]``; that colormap is a 256-entry table of Green's cubehelix
+    (D. A. Green, "A colour scheme for the display of astronomical intensity images", Bull.
+    Astr. Soc. India 39, 289, 2011) with matplotlib's defaults gamma=1, s=0.5, r=-1.5, h=1
+    (``matplotlib._cm._cubehelix``). ``tests/test_minatar_render.py`` checks it against
+    seaborn."""
+    x = np.linspace(0, 1, n_colors + 2)[1:-1]
+    t = np.minimum((x * 256).astype(int), 255) / 255.0  # the colormap's table entry
+    amp = t * (1 - t) / 2
+    phi = 2 * np.pi * (0.5 / 3 - 1.5 * t)
+    cos, sin = np.cos(phi), np.sin(phi)
+    rgb = np.stack([t + amp * (-0.14861 * cos + 1.78277 * sin),
+                    t + amp * (-0.29227 * cos - 0.90649 * sin),
+                    t + amp * (1.97294 * cos)], axis=1)
+    return np.clip(rgb, 0, 1)
+
+
+def minatar_palette(n_channels: int) -> np.ndarray:
+    """MinAtar's display palette as uint8 RGB, ``(n_channels + 1, 3)``: black for an empty
+    cell, then channel c's cubehelix colour (``minatar/gym.py``, ``render_mode="rgb_array"``:
+    a cell shows the colour of its highest set channel)."""
+    colours = np.vstack([np.zeros((1, 3)), cubehelix_palette(n_channels)])
+    return np.round(colours * 255).astype(np.uint8)
+
+
+# ---------------------------------------------------------------- the base class
+class MinAtarEnv(BatchEnv):
+    """Base of the MinAtar games: spaces, sticky actions, the minimal action set and
+    rendering. A game sets :attr:`game`, :attr:`channels`, :attr:`minimal_actions`,
+    :attr:`step_words`, :attr:`reset_words` and ``state_dtype`` (ending with
+    :data:`STICKY_FIELDS`), and writes ``reset_envs``, ``step_envs`` and ``observe``.
+
+    Args:
+        num_envs: envs in the batch.
+        difficulty_ramping: MinAtar's ``difficulty_ramping`` (default True; games without
+            a ramp ignore it).
+        sticky_action_prob: probability that an env repeats its last applied action
+            instead of the given one (MinAtar's ``sticky_action_prob``, default 0.1).
+        minimal_action_set: actions are indices into MinAtar's ``minimal_action_set()``
+            (the ``-v1`` ids) instead of its 6 actions (``-v0``).
+        render_scale: pixels per board cell of ``rgb_array`` frames (default 8).
+        **kwargs: :class:`~batchenv.BatchEnv` options.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"],
+                                          "render_fps": 10}
+    observe_fills_out = True
+    #: MinAtar's module name (``minatar/environments/<game>.py``).
+    game: ClassVar[str]
+    #: Channel names in MinAtar's order (its ``self.channels``).
+    channels: ClassVar[tuple[str, ...]]
+    #: MinAtar's ``minimal_action_set()``: indices into :data:`ACTIONS`.
+    minimal_actions: ClassVar[tuple[int, ...]]
+    #: Random words drawn per row each step (word 0: the sticky-action draw) and per reset.
+    step_words: ClassVar[int] = 1
+    reset_words: ClassVar[int] = 0
+    #: One character per channel for ``ansi`` frames (a cell shows its highest channel).
+    ansi_chars: ClassVar[str] = "123456789"
+
+    def __init__(self, num_envs: int | None = None, *, difficulty_ramping: bool = True,
+                 sticky_action_prob: float = 0.1, minimal_action_set: bool = False,
+                 render_scale: int = 8, **kwargs: Any) -> None:
+        if not isinstance(sticky_action_prob, (int, float, np.floating)) or isinstance(
+                sticky_action_prob, bool) or not 0.0 <= sticky_action_prob <= 1.0:
+            raise ValueError(f"sticky_action_prob must be a number in [0, 1], got "
+                             f"{sticky_action_prob!r}")
+        if not isinstance(render_scale, (int, np.integer)) or render_scale < 1:
+            raise ValueError(f"render_scale must be a positive int, got {render_scale!r}")
+        self.difficulty_ramping = bool(difficulty_ramping)
+        self.sticky_action_prob = float(sticky_action_prob)
+        self.minimal_action_set = bool(minimal_action_set)
+        self.render_scale = int(render_scale)
+        self.action_set = np.array(self.minimal_actions if minimal_action_set else range(6),
+                                   dtype=np.int8)
+        n_channels = len(self.channels)
+        self.single_action_space = spaces.Discrete(len(self.action_set))
+        self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
+        super().__init__(num_envs, **kwargs)
+        self._grids: dict[int, Grid] = {}
+        self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
+        self._terminated_out = np.zeros(self.num_envs, dtype=np.bool_)
+        self.palette = minatar_palette(n_channels)
+
+    # ------------------------------------------------------------ for the kernels
+    @property
+    def reward_buffer(self) -> np.ndarray:
+        """A float64 ``(num_envs,)`` array a kernel may write its rewards into and return
+        (the base class copies what ``step_envs`` returns)."""
+        return self._reward_out
+
+    @property
+    def terminated_buffer(self) -> np.ndarray:
+        """A bool ``(num_envs,)`` array for ``terminated``, as :attr:`reward_buffer`."""
+        return self._terminated_out
+
+    def grid(self, rows: int) -> Grid:
+        """The :class:`~batchenv.entities.Grid` of ``rows`` observations (made once per
+        size: ``observe`` sees the whole batch, or the few envs of a SAME_STEP reset)."""
+        grid = self._grids.get(rows)
+        if grid is None:
+            if len(self._grids) > 8:
+                self._grids.clear()
+            grid = self._grids[rows] = Grid(rows, GRID, GRID, len(self.channels))
+        return grid
+
+    def step_draws(self, s: State, rng: BatchRandom) -> np.ndarray:
+        """This step's :attr:`step_words` words per env, draw-major ``(step_words, n)``.
+        Envs that this step resets (NEXT_STEP) give theirs back: a discarded step draws
+        nothing, so a reset's start state depends only on where the stream stood (as a
+        reset by ``reset(options={"reset_mask": ...})`` from the same state)."""
+        words = rng.draws(self.step_words)
+        discarded = self.discarded_rows(s)
+        if discarded is not None:
+            s.rng_counter[discarded] -= np.uint64(self.step_words)
+        return words
+
+    @staticmethod
+    def discarded_rows(s: State) -> np.ndarray | None:
+        """The rows whose step result is discarded (None if none): envs awaiting a reset,
+        which NEXT_STEP resets right after the kernel (DISABLED restores them whole)."""
+        over = s.awaiting_reset
+        return over.nonzero()[0] if np.count_nonzero(over) else None
+
+    def game_actions(self, s: State, action: np.ndarray, sticky_word: np.ndarray
+                     ) -> np.ndarray:
+        """The MinAtar actions (indices into :data:`ACTIONS`) applied this step: the agent's
+        actions mapped through the action set, then :func:`sticky_actions`."""
+        if self.minimal_action_set:
+            action = self.action_set[action]
+        return sticky_actions(action, s.last_action, sticky_word, self.sticky_action_prob,
+                              self.discarded_rows(s))
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """As :meth:`BatchEnv.reset`. MinAtar keeps ``last_action`` across episodes (its
+        ``reset`` does not touch it), and so do we; an env given a seed here starts afresh
+        (``last_action`` 0, as a new MinAtar ``Environment``), so that a seed alone decides
+        an episode."""
+        obs, info = super().reset(seed=seed, options=options)
+        if seed is not None:
+            fresh = np.ones(self.num_envs, dtype=bool)
+            if not isinstance(seed, (int, np.integer)):
+                fresh = np.array([x is not None for x in seed], dtype=bool)
+            if options is not None and "reset_mask" in options:
+                fresh &= options["reset_mask"]
+            self.state.last_action[fresh] = 0
+        return obs, info
+
+    # ------------------------------------------------------------ rendering
+    def render_envs(self, s: State) -> np.ndarray | list[str]:
+        """``rgb_array``: ``(len(s), 10 * render_scale, 10 * render_scale, 3)`` uint8 frames
+        in MinAtar's palette; ``ansi``: one string per env."""
+        if self.render_mode == "ansi":
+            return self.ansi(s)
+        return self.frames(s)
+
+    def _observations(self, s: State) -> np.ndarray:
+        out = np.empty((len(s), GRID, GRID, len(self.channels)), dtype=bool)
+        self.observe(s, out)
+        return out
+
+    def labels(self, s: State | None = None) -> np.ndarray:
+        """``(len(s), 10, 10)`` cell labels: 0 empty, else 1 + the highest set channel
+        (MinAtar's ``numerical_state``)."""
+        s = self.state if s is None else s
+        obs = self._observations(s)
+        weights = np.arange(1, len(self.channels) + 1, dtype=np.uint8)
+        return (obs * weights).max(axis=-1)
+
+    def frames(self, s: State | None = None) -> np.ndarray:
+        """RGB frames of the rows of ``s`` (default: every env) in MinAtar's palette."""
+        k = self.render_scale
+        img = self.palette[self.labels(s)]
+        return img.repeat(k, axis=1).repeat(k, axis=2) if k > 1 else img
+
+    def ansi(self, s: State | None = None) -> list[str]:
+        """Text frames: a character per cell for its highest channel (``.`` empty) and a
+        legend line."""
+        chars = np.array(["."] + list(self.ansi_chars[:len(self.channels)]))[self.labels(s)]
+        legend = " ".join(f"{c}={name}" for c, name in zip(self.ansi_chars, self.channels))
+        return ["\n".join("".join(row) for row in frame) + "\n" + legend + "\n"
+                for frame in chars]
+
+    def render_tiled(self, k: int | None = None, cols: int | None = None,
+                     gap: int = 4) -> np.ndarray:
+        """One RGB image of the first ``k`` envs (default: all, at most 64) on a grid of
+        ``cols`` columns, ``gap`` black pixels apart. Works with any ``render_mode``."""
+        self._check_open()
+        if self._needs_reset:
+            raise StepBeforeResetError("render_tiled() called before reset()")
+        k = min(self.num_envs, 64) if k is None else int(k)
+        if not 1 <= k <= self.num_envs:
+            raise ValueError(f"k must be in [1, num_envs={self.num_envs}], got {k}")
+        cols = int(np.ceil(np.sqrt(k))) if cols is None else int(cols)
+        if cols < 1:
+            raise ValueError(f"cols must be >= 1, got {cols}")
+        return tile_images(self.frames()[:k], cols, gap)
+

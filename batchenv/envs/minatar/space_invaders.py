@@ -1,0 +1,334 @@
+"""BatchSpaceInvaders: MinAtar's Space Invaders (``minatar/environments/space_invaders.py``,
+MinAtar 1.0.15), batched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from batchenv.envs.minatar._base import (
+    FIRE,
+    GRID,
+    LEFT,
+    RIGHT,
+    STICKY_FIELDS,
+    MinAtarEnv,
+)
+from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells, set_bits
+from batchenv.random import BatchRandom
+from batchenv.state import State
+
+__all__ = ["BatchSpaceInvaders"]
+
+# Constants of minatar/environments/space_invaders.py
+SHOT_COOL_DOWN = 5  # shot_cool_down: steps between the cannon's shots
+ENEMY_MOVE_INTERVAL = 12  # enemy_move_interval: the first wave's steps between alien moves
+ENEMY_SHOT_INTERVAL = 10  # enemy_shot_interval: steps between alien shots
+FASTEST_MOVE_INTERVAL = 6  # the ramp stops there (``enemy_move_interval > 6``)
+CANNON_START = 5  # reset(): self.pos = 5
+WAVE_SIZE = 24  # alien_map[0:4, 2:8] = 1
+
+_BIT = BIT
+_WAVE_ROW = np.uint16(sum(1 << x for x in range(2, 8)))  # alien_map[0:4, 2:8] = 1
+_WAVE_ROWS = slice(0, 4)
+_FULL_ROW = np.uint16((1 << GRID) - 1)
+_LEFT_EDGE, _RIGHT_EDGE = _BIT[0], _BIT[GRID - 1]
+_BOTTOM = GRID - 1  # the cannon's row
+_POPCOUNT = POPCOUNT
+_HIGH_BYTE = np.uint16(1 << 8)
+_HEADING_BYTE = np.array([1, 1 << 8], dtype=np.uint16)  # alien_left, alien_right
+_COLUMNS = np.arange(GRID, dtype=np.int16)
+_CANNON_DX = np.zeros(6, dtype=np.int8)
+_CANNON_DX[LEFT], _CANNON_DX[RIGHT] = -1, 1
+_ZERO, _NINE = np.array(0, dtype=np.int8), np.array(GRID - 1, dtype=np.int8)
+
+
+class BatchSpaceInvaders(MinAtarEnv):
+    """## Description
+
+    MinAtar's Space Invaders for thousands of games at once, step for step the rules of
+    ``minatar/environments/space_invaders.py`` (MinAtar 1.0.15; Young & Tian, 2019). The
+    player moves a cannon along the bottom row and shoots upwards at a block of aliens
+    (4 rows of 6) that marches sideways, stepping down a row and turning whenever it
+    reaches a side. The aliens march faster as they thin out (one move every
+    ``min(aliens left, move interval)`` steps) and the alien nearest the cannon shoots
+    down every 10 steps. A cleared wave is replaced by a new one that marches one step
+    faster (difficulty ramping, down to an interval of 6). Tested step by step against the
+    ``minatar`` package (``tests/test_minatar_space_invaders.py``).
+
+    Each step applies, in MinAtar's order:
+    :func:`~batchenv.envs.minatar._base.sticky_actions`, :func:`resolve_action` (fire or
+    move), :func:`advance_bullets`, :func:`cannon_hit`, :func:`march_aliens`,
+    :func:`aliens_shoot`, :func:`shoot_aliens`, :func:`count_down_timers`,
+    :func:`send_new_wave`.
+
+    The state keeps the three 10 x 10 boards (aliens, the cannon's bullets, the aliens'
+    bullets) as ten 10-bit row masks each (bit x of row y is cell (y, x)): marching and
+    bullets are shifts, hits are ANDs, counts a popcount table.
+
+    ## Action Space
+
+    ``Discrete(6)``: MinAtar's ``n, l, u, r, d, f`` (``u`` and ``d`` do nothing), or with
+    ``minimal_action_set=True`` (``-v1``) ``Discrete(4)``: ``n, l, r, f``. ``f`` fires
+    when the cannon has cooled down (5 steps after its last shot), and then does not move.
+
+    ## Observation Space
+
+    ``Box(0, 1, (10, 10, 6), bool)``, MinAtar's channels in its order: 0 ``cannon``,
+    1 ``alien``, 2 ``alien_left`` and 3 ``alien_right`` (every alien again, in the channel
+    of the block's direction), 4 ``friendly_bullet``, 5 ``enemy_bullet``.
+
+    ## Rewards
+
+    +1 for each alien shot.
+
+    ## Starting State
+
+    The cannon in column 5 of the bottom row; aliens in rows 0-3, columns 2-7, marching
+    left, moving every 12 steps; the first alien shot after 10 steps. No randomness.
+
+    ## Episode End
+
+    Terminated when an alien bullet or an alien reaches the cannon's cell, or when the
+    block steps down while an alien is on the bottom row. No time limit by default
+    (MinAtar has none); ``max_episode_steps=`` adds one.
+
+    ## Arguments
+
+    ``BatchSpaceInvaders(num_envs, *, difficulty_ramping=True, sticky_action_prob=0.1,
+    minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
+    ``difficulty_ramping=False`` every wave marches at the first wave's speed.
+    ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
+
+    ## Random Words
+
+    The game itself is deterministic: each step draws 1 word per env, the sticky-action
+    draw, and resets draw none. The mapping for ``tests/minatar_parity.py``:
+    ``Environment.act``'s ``rand()`` is step word 0.
+
+    ## Quirks of the reference, reproduced
+
+    * Hits are tested only after everything moved: a bullet and an alien that swap cells
+      in one step (the bullet rising into the alien's row as the block steps down into
+      the bullet's) pass through each other.
+    * When the block steps down from the bottom row (ending the episode) MinAtar rolls
+      its bottom row round to the top (``np.roll``): the final observation shows those
+      aliens in row 0.
+    * The alien that shoots is the lowest one of the occupied column nearest the cannon;
+      of two columns equally near, the left one.
+    * The wave-clear test and the new wave come after the timers: a new wave keeps the
+      move timer of the last alien (``min(aliens left, interval)``), so it first moves
+      at most one step after the last alien dies.
+    * ``last_action`` (sticky actions) carries over from one episode to the next, as in
+      MinAtar's ``Environment``; ``reset(seed=...)`` clears it.
+
+    ## Version History
+
+    * v0 / v1: as MinAtar 1.0.15's ``MinAtar/SpaceInvaders-v0`` / ``-v1``.
+    """
+
+    game = "space_invaders"
+    channels = ("cannon", "alien", "alien_left", "alien_right", "friendly_bullet",
+                "enemy_bullet")
+    minimal_actions = (0, 1, 3, 5)
+    step_words = 1
+    reset_words = 0
+    ansi_chars = "^A<>!v"
+    state_dtype = np.dtype([
+        ("pos", np.int8),  # the cannon's column (row 9)
+        ("alien_dir", np.int8),  # -1 marching left, +1 right
+        ("move_interval", np.int8),  # enemy_move_interval: 12, one less per wave (ramp)
+        ("alien_move_timer", np.int8),  # steps to the block's next move
+        ("alien_shot_timer", np.int8),  # steps to the next alien shot
+        ("shot_timer", np.int8),  # the cannon's cool-down
+        ("ramp_index", np.int8),  # waves that sped up (difficulty_ramp())
+        ("alien_count", np.int8),  # aliens left (np.count_nonzero(alien_map))
+        ("aliens", np.uint16, (GRID,)),  # alien_map as row masks: bit x of row y
+        ("f_bullets", np.uint16, (GRID,)),  # f_bullet_map (the cannon's), row masks
+        ("e_bullets", np.uint16, (GRID,)),  # e_bullet_map (the aliens'), row masks
+        *STICKY_FIELDS,
+    ])
+
+    def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
+        super().__init__(num_envs, **kwargs)
+        self._scratch: dict[int, _Scratch] = {}
+
+    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+        s.pos[:] = CANNON_START
+        s.f_bullets[:] = 0
+        s.e_bullets[:] = 0
+        s.aliens[:] = 0
+        s.aliens[:, _WAVE_ROWS] = _WAVE_ROW
+        s.alien_dir[:] = -1
+        s.move_interval[:] = ENEMY_MOVE_INTERVAL
+        s.alien_move_timer[:] = ENEMY_MOVE_INTERVAL
+        s.alien_shot_timer[:] = ENEMY_SHOT_INTERVAL
+        s.ramp_index[:] = 0
+        s.alien_count[:] = WAVE_SIZE
+        s.shot_timer[:] = 0
+
+    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        words = self.step_draws(s, rng)
+        a = self.game_actions(s, action, words[0])
+        new_bullets = resolve_action(s, a)
+        advance_bullets(s, new_bullets)
+        terminated = self.terminated_buffer
+        cannon_hit(s, terminated)
+        march_aliens(s, terminated)
+        aliens_shoot(s)
+        reward = self.reward_buffer
+        shoot_aliens(s, reward)
+        count_down_timers(s)
+        send_new_wave(s, self.difficulty_ramping)
+        return reward, terminated
+
+    def observe(self, s: State, out: np.ndarray) -> None:
+        # The aliens' channels go in pairs, one uint16 per cell and pair (little-endian: the
+        # first channel in the low byte): (cannon, alien), (alien_left, alien_right); each
+        # pair is then one copy into the interleaved observation (cells are 0/1 bytes, so
+        # times 256 moves one to the high byte). Bullets are few: painted cell by cell.
+        n = len(s)
+        scratch = self._scratch.get(n)
+        if scratch is None:
+            self._scratch.clear()
+            scratch = self._scratch[n] = _Scratch(n)
+        out.fill(False)  # (a memset: cheaper than clearing the bullets' pair alone)
+        pairs = out.view(np.uint16)  # (n, 10, 10, 3)
+        pair = scratch.pair
+        aliens = scratch.aliens(s.aliens)
+        np.multiply(aliens, _HIGH_BYTE, out=pair)
+        np.copyto(pairs[..., 0], pair)
+        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None],
+                    out=pair)
+        np.copyto(pairs[..., 1], pair)
+        grid = self.grid(n)
+        cells = [grid.cells(np.full(n, _BOTTOM, dtype=np.int8), s.pos, 0)]  # the cannon
+        for board, channel in ((s.f_bullets, 4), (s.e_bullets, 5)):
+            env, row, column = set_bits(board)
+            cells.append(grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
+                         + channel)
+        out.reshape(-1)[np.concatenate(cells)] = True
+
+
+class _Scratch:
+    """Observation buffers for ``n`` envs (see :mod:`batchenv.envs.minatar._rows`)."""
+
+    def __init__(self, n: int) -> None:
+        self.aliens = RowCells((n, GRID))
+        self.pair = np.empty((n, GRID, GRID), dtype=np.uint16)
+
+
+def resolve_action(s: State, a: np.ndarray) -> np.ndarray:
+    """``f`` with the cannon cooled down fires (a bullet in the cannon's cell, the
+    cool-down restarts); ``l``/``r`` move the cannon one column within the board. Returns
+    the new bullets as bottom-row masks (0 where the cannon did not fire)."""
+    firing = (a == FIRE) & (s.shot_timer == 0)
+    new_bullets = _BIT[s.pos] * firing
+    s.shot_timer[firing] = SHOT_COOL_DOWN
+    s.pos += _CANNON_DX[a]
+    np.clip(s.pos, _ZERO, _NINE, out=s.pos)
+    return new_bullets
+
+
+def advance_bullets(s: State, new_bullets: np.ndarray) -> None:
+    """The cannon's bullets (with the new ones from the bottom row) rise a row, leaving
+    the board above row 0; the aliens' bullets fall a row, leaving it below row 9."""
+    # Each env's 10 rows are consecutive in memory: shifting the whole (n * 10) array by
+    # one row moves every env's rows at once, and the rows that cross into the next env
+    # (row 0 of the cannon's bullets, row 9 of the aliens') are the ones overwritten below.
+    f = s.f_bullets.reshape(-1)
+    f[:-1] = f[1:]
+    s.f_bullets[:, _BOTTOM - 1] = new_bullets  # row 9 held only new bullets (cleared below)
+    s.f_bullets[:, _BOTTOM] = 0
+    e = s.e_bullets.reshape(-1)
+    e[1:] = e[:-1]
+    s.e_bullets[:, 0] = 0
+
+
+def cannon_hit(s: State, terminated: np.ndarray) -> None:
+    """The episode ends if an alien bullet or an alien is in the cannon's cell."""
+    cannon = _BIT[s.pos]
+    np.not_equal((s.e_bullets[:, _BOTTOM] | s.aliens[:, _BOTTOM]) & cannon, 0, out=terminated)
+
+
+def march_aliens(s: State, terminated: np.ndarray) -> None:
+    """Envs whose move timer ran out move their block: it restarts at ``min(aliens left,
+    move interval)``; a block at the side it marches to turns round and steps down a row
+    (ending the episode if it had an alien on the bottom row; MinAtar's ``np.roll``
+    brings that row round to the top), else it shifts a column. An alien landing on the
+    cannon ends the episode."""
+    idx = (s.alien_move_timer == 0).nonzero()[0]
+    if not len(idx):
+        return
+    block = s.aliens[idx]
+    s.alien_move_timer[idx] = np.minimum(s.alien_count[idx], s.move_interval[idx])
+    columns = np.bitwise_or.reduce(block, axis=1)
+    d = s.alien_dir[idx]
+    turn = np.where(d < 0, columns & _LEFT_EDGE, columns & _RIGHT_EDGE) != 0
+    s.alien_dir[idx] = np.where(turn, -d, d)
+    down = np.roll(block, 1, axis=1)
+    sideways = np.where((d < 0)[:, None], block >> 1, (block << 1) & _FULL_ROW)
+    block = np.where(turn[:, None], down, sideways)
+    s.aliens[idx] = block
+    crushed = turn & (down[:, 0] != 0)  # the row rolled to the top was the bottom row
+    crushed |= (block[:, _BOTTOM] & _BIT[s.pos[idx]]) != 0
+    terminated[idx] |= crushed
+
+
+def aliens_shoot(s: State) -> None:
+    """Envs whose shot timer ran out restart it; the lowest alien of the occupied column
+    nearest the cannon (the left one of two equally near) drops a bullet in its cell."""
+    idx = (s.alien_shot_timer == 0).nonzero()[0]
+    if not len(idx):
+        return
+    s.alien_shot_timer[idx] = ENEMY_SHOT_INTERVAL
+    block = s.aliens[idx]
+    columns = np.bitwise_or.reduce(block, axis=1)
+    occupied = (columns[:, None] >> _COLUMNS) & 1
+    pos = s.pos[idx].astype(np.int16)[:, None]
+    # MinAtar searches columns sorted by |x - pos| (a stable sort: the left one first)
+    order = 2 * np.abs(_COLUMNS - pos) + (_COLUMNS > pos)
+    column = np.where(occupied != 0, order, 4 * GRID).argmin(axis=1)
+    in_column = (block >> column[:, None].astype(np.uint16)) & 1  # (k, rows)
+    lowest = _BOTTOM - in_column[:, ::-1].argmax(axis=1)
+    s.e_bullets[idx, lowest] |= _BIT[column]
+
+
+def shoot_aliens(s: State, reward: np.ndarray) -> None:
+    """A cannon bullet in an alien's cell removes both; +1 per alien."""
+    hits = (s.aliens & s.f_bullets).reshape(-1)  # (env, row) pairs, flat
+    reward.fill(0.0)
+    pairs = hits.nonzero()[0]
+    if not len(pairs):
+        return
+    hit = hits[pairs]
+    s.aliens.reshape(-1)[pairs] ^= hit
+    s.f_bullets.reshape(-1)[pairs] ^= hit
+    env = pairs // GRID
+    killed = _POPCOUNT[hit]
+    np.add.at(reward, env, killed)
+    np.subtract.at(s.alien_count, env, killed.astype(np.int8))
+
+
+def count_down_timers(s: State) -> None:
+    """The cannon's cool-down counts down to 0; the aliens' move and shot timers count
+    down (each restarts when it is 0 at the start of a step)."""
+    s.shot_timer -= s.shot_timer > 0
+    s.alien_move_timer -= 1
+    s.alien_shot_timer -= 1
+
+
+def send_new_wave(s: State, ramping: bool) -> None:
+    """A cleared board gets a new wave (rows 0-3, columns 2-7); with ramping, the move
+    interval drops by one per wave down to 6."""
+    idx = (s.alien_count == 0).nonzero()[0]
+    if not len(idx):
+        return
+    if ramping:
+        faster = idx[s.move_interval[idx] > FASTEST_MOVE_INTERVAL]
+        s.move_interval[faster] -= 1
+        s.ramp_index[faster] += 1
+    s.aliens[idx, _WAVE_ROWS] = _WAVE_ROW
+    s.alien_count[idx] = WAVE_SIZE

@@ -1,0 +1,326 @@
+"""PPO on MinAtar (batchenv's batched MinAtar games: thousands of games at once), with a
+small CNN over the 10x10xC boolean observation. One file, CleanRL style: read it top to
+bottom.
+
+    python docs/examples/ppo_minatar.py --game breakout --time-limit 1200 --target-return 20 --plot
+    python docs/examples/ppo_minatar.py --game space_invaders --time-limit 1800 --plot
+
+The env runs with ``autoreset_mode=SAME_STEP`` (see ppo_pong.py and docs/training.md): every
+transition in the rollout is a real one, and a *truncated* episode (only with
+``--max-episode-steps``; MinAtar has no time limit) is bootstrapped from
+``info["final_obs"]``. By default the agent acts in MinAtar's minimal action set (the
+``-v1`` ids) with sticky actions 0.1, as MinAtar's own defaults.
+
+Writes the episode returns as CSV (``--csv``), a run summary as JSON next to it, and with
+``--plot`` the learning curve as PNG (``docs/img/ppo_minatar_<game>.png`` for the runs in
+docs/minatar.md). Needs ``torch`` (the CPU build is enough), ``tqdm`` and, for ``--plot``,
+``matplotlib``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from torch import nn
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _ppo_common import EpisodeLog, Stopwatch, plot_learning_curve  # noqa: E402
+
+import batchenv  # noqa: E402
+
+GAMES = {"asterix": "Asterix", "breakout": "Breakout", "freeway": "Freeway",
+         "seaquest": "Seaquest", "space_invaders": "SpaceInvaders"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--game", choices=sorted(GAMES), default="breakout")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--minimal-action-set", action=argparse.BooleanOptionalAction,
+                   default=True, help="MinAtar's minimal action set (the -v1 ids)")
+    p.add_argument("--sticky-action-prob", type=float, default=0.1, help="env option")
+    p.add_argument("--max-episode-steps", type=int, default=None, help="env option")
+    p.add_argument("--total-steps", type=int, default=50_000_000,
+                   help="environment steps (all envs) to train for")
+    p.add_argument("--num-envs", type=int, default=128, help="games played at once")
+    p.add_argument("--num-steps", type=int, default=128, help="steps per env per rollout")
+    p.add_argument("--num-minibatches", type=int, default=8)
+    p.add_argument("--update-epochs", type=int, default=3)
+    p.add_argument("--learning-rate", type=float, default=5e-4)
+    p.add_argument("--anneal-lr", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--gamma", type=float, default=0.99)
+    p.add_argument("--gae-lambda", type=float, default=0.95)
+    p.add_argument("--clip-coef", type=float, default=0.2)
+    p.add_argument("--ent-coef", type=float, default=0.01)
+    p.add_argument("--vf-coef", type=float, default=0.5)
+    p.add_argument("--max-grad-norm", type=float, default=0.5)
+    p.add_argument("--channels", type=int, default=16, help="conv filters")
+    p.add_argument("--hidden", type=int, default=128, help="fully connected width")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (2 threads ran 4-10x slower on the shared machine)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="stop after this many seconds of wall time")
+    p.add_argument("--target-return", type=float, default=None,
+                   help="record when the mean of the last 100 returns first reaches this")
+    p.add_argument("--stop-at-target", action="store_true")
+    p.add_argument("--csv", default="runs/ppo_minatar_{game}_s{seed}.csv",
+                   help="episode returns, one row per finished episode; the summary JSON "
+                        "goes next to it")
+    p.add_argument("--plot", nargs="?", const="", default=None, metavar="PNG",
+                   help="draw the learning curve (default path: the CSV's, as .png)")
+    p.add_argument("--eval-envs", type=int, default=256,
+                   help="after training, play one game in each of this many fresh envs "
+                        "(capped at --eval-steps steps)")
+    p.add_argument("--eval-steps", type=int, default=10_000)
+    p.add_argument("--save-model", default=None, help="save the trained network here")
+    p.add_argument("--log-interval", type=float, default=30.0,
+                   help="seconds between log lines")
+    args = p.parse_args(argv)
+    args.batch_size = args.num_envs * args.num_steps
+    args.minibatch_size = args.batch_size // args.num_minibatches
+    args.num_updates = max(1, args.total_steps // args.batch_size)
+    args.csv = args.csv.format(game=args.game, seed=args.seed)
+    return args
+
+
+# ------------------------------------------------------------------------- the network
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Module:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class Agent(nn.Module):
+    """MinAtar's network (Young & Tian, 2019: one 3x3 convolution with 16 filters, a
+    fully connected layer of 128) shared by an actor and a critic head."""
+
+    def __init__(self, in_channels: int, num_actions: int, channels: int, hidden: int
+                 ) -> None:
+        super().__init__()
+        self.trunk = nn.Sequential(
+            layer_init(nn.Conv2d(in_channels, channels, 3, stride=1)), nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(channels * 8 * 8, hidden)), nn.ReLU())
+        self.actor = layer_init(nn.Linear(hidden, num_actions), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden, 1), std=1.0)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits and values for bool observations (batch, 10, 10, C)."""
+        hidden = self.trunk(obs.permute(0, 3, 1, 2).float())
+        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.forward(obs)[1]
+
+
+def make_env(args: argparse.Namespace, num_envs: int, mode: AutoresetMode):
+    """N MinAtar games as one Gymnasium VectorEnv (copy=False: views of the env's buffers;
+    the training loop copies what it keeps)."""
+    version = 1 if args.minimal_action_set else 0
+    return batchenv.make(f"batchenv/MinAtar-{GAMES[args.game]}-v{version}", num_envs,
+                         autoreset_mode=mode, copy=False,
+                         sticky_action_prob=args.sticky_action_prob,
+                         max_episode_steps=args.max_episode_steps)
+
+
+def evaluate(agent: nn.Module, args: argparse.Namespace) -> np.ndarray:
+    """The returns of one game in each of ``args.eval_envs`` fresh envs (seeds unseen in
+    training, at most ``args.eval_steps`` steps), actions sampled from the policy."""
+    env = make_env(args, args.eval_envs, AutoresetMode.DISABLED)  # finished games freeze
+    obs, _ = env.reset(seed=args.seed + 1_000_000)
+    returns = np.zeros(args.eval_envs)
+    playing = np.ones(args.eval_envs, dtype=bool)
+    for _ in range(args.eval_steps):
+        with torch.inference_mode():
+            logits, _ = agent(torch.from_numpy(obs))
+            action = torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(1)
+        obs, reward, terminated, truncated, _ = env.step(action.numpy())
+        returns += reward  # frozen (finished) games return reward 0
+        playing &= ~(terminated | truncated)
+        if not playing.any():
+            break
+    env.close()
+    return returns
+
+
+# ------------------------------------------------------------------------- training
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    envs = RecordEpisodeStatistics(make_env(args, args.num_envs, AutoresetMode.SAME_STEP))
+    num_actions = int(envs.single_action_space.n)
+    obs_shape = envs.single_observation_space.shape  # (10, 10, C) bool
+    agent = Agent(obs_shape[-1], num_actions, args.channels, args.hidden)
+    obs_dtype = torch.bool
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    # Rollout storage: num_steps x num_envs transitions.
+    T, N = args.num_steps, args.num_envs
+    obs_buf = torch.zeros((T, N, *obs_shape), dtype=obs_dtype)
+    actions = torch.zeros((T, N), dtype=torch.int64)
+    logprobs = torch.zeros((T, N))
+    rewards = torch.zeros((T, N))
+    dones = torch.zeros((T, N))  # 1 where the episode ended (terminated or truncated) at t
+    values = torch.zeros((T, N))
+
+    log = EpisodeLog(args.csv)
+    clock = Stopwatch()
+    global_step, truncations, time_to_target, stats = 0, 0, None, {}
+    obs_np, _ = envs.reset(seed=args.seed)
+    next_obs = torch.from_numpy(obs_np.copy())
+    bar = tqdm(total=args.num_updates * args.batch_size, unit="step", unit_scale=True,
+               mininterval=1.0, smoothing=0.05, dynamic_ncols=True)
+    last_log = 0.0
+
+    for update in range(1, args.num_updates + 1):
+        if args.anneal_lr:
+            frac = 1.0 - (update - 1.0) / args.num_updates
+            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+        # 1. Collect a rollout with the current policy.
+        for t in range(T):
+            obs_buf[t] = next_obs
+            with clock("policy"), torch.inference_mode():
+                logits, value = agent(next_obs)
+                logp_all = torch.log_softmax(logits.float(), dim=-1)
+                action = torch.multinomial(logp_all.exp(), 1).squeeze(1)
+            actions[t] = action
+            logprobs[t] = logp_all.gather(1, action[:, None]).squeeze(1)
+            values[t] = value
+
+            with clock("env"):
+                obs_np, reward, terminated, truncated, info = envs.step(action.numpy())
+            global_step += N
+            rewards[t] = torch.from_numpy(reward)
+            done = np.logical_or(terminated, truncated)
+            dones[t] = torch.from_numpy(done)
+
+            # Truncated episodes did not end: bootstrap from the value of their true final
+            # observation, which SAME_STEP returns in info["final_obs"] (obs_np already holds
+            # the first observation of the next episode for those envs).
+            trunc_rows = np.flatnonzero(truncated)
+            next_obs = torch.from_numpy(obs_np.copy())  # copy=False: the env's buffer
+            if len(trunc_rows):
+                final = torch.from_numpy(np.stack(info["final_obs"][trunc_rows]))
+                truncations += len(trunc_rows)
+                with torch.inference_mode():
+                    final_value = agent.value(final).float()
+                rewards[t, trunc_rows] += args.gamma * final_value
+            log.record(info, global_step, clock.elapsed())
+
+        # 2. Advantages by GAE(lambda), cut at episode ends.
+        with torch.inference_mode():
+            next_value = agent.value(next_obs)
+        advantages = torch.zeros((T, N))
+        last_gae = torch.zeros(N)
+        for t in reversed(range(T)):
+            following = next_value if t == T - 1 else values[t + 1]
+            not_done = 1.0 - dones[t]
+            delta = rewards[t] + args.gamma * following * not_done - values[t]
+            last_gae = delta + args.gamma * args.gae_lambda * not_done * last_gae
+            advantages[t] = last_gae
+        returns = advantages + values
+
+        # 3. Several epochs of clipped-surrogate updates over shuffled minibatches.
+        b_obs = obs_buf.reshape(-1, *obs_shape)
+        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
+        b_adv, b_returns = advantages.reshape(-1), returns.reshape(-1)
+        with clock("update"):
+            for _epoch in range(args.update_epochs):
+                order = torch.randperm(args.batch_size)
+                for start in range(0, args.batch_size, args.minibatch_size):
+                    mb = order[start:start + args.minibatch_size]
+                    logits, new_value = agent(b_obs[mb])
+                    logp_all = torch.log_softmax(logits.float(), dim=-1)
+                    new_logprob = logp_all.gather(1, b_actions[mb, None]).squeeze(1)
+                    entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+                    log_ratio = new_logprob - b_logprobs[mb]
+                    ratio = log_ratio.exp()
+
+                    adv = b_adv[mb]
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                    pg_loss = torch.max(
+                        -adv * ratio,
+                        -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                    v_loss = 0.5 * ((new_value - b_returns[mb]) ** 2).mean()
+                    loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    optimizer.step()
+        with torch.no_grad():
+            stats = {"loss": loss.item(), "pg_loss": pg_loss.item(), "v_loss": v_loss.item(),
+                     "entropy": entropy.item(),
+                     "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                     "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item()}
+
+        # 4. Progress.
+        mean_return, elapsed = log.mean(), clock.elapsed()
+        if (time_to_target is None and args.target_return is not None
+                and len(log.returns) == log.returns.maxlen
+                and mean_return >= args.target_return):
+            time_to_target = elapsed
+            tqdm.write(f"target {args.target_return} reached at {elapsed:.0f}s, "
+                       f"step {global_step:,}")
+        bar.update(args.batch_size)
+        bar.set_postfix(ret100=f"{mean_return:.2f}", env=f"{clock.share('env'):.0%}",
+                        refresh=False)
+        if elapsed - last_log >= args.log_interval:
+            last_log = elapsed
+            tqdm.write(f"[{elapsed:7.0f}s] step {global_step:>12,}  episodes {log.count:>7,}  "
+                       f"ret100 {mean_return:7.2f}  sps {global_step / elapsed:9.0f}  "
+                       f"env {clock.share('env'):.1%}  loss {stats['loss']:.4f}  "
+                       f"ent {stats['entropy']:.3f}  kl {stats['approx_kl']:.4f}")
+        if args.time_limit is not None and elapsed >= args.time_limit:
+            break
+        if args.stop_at_target and time_to_target is not None:
+            break
+
+    bar.close()
+    envs.close()
+    log.close()
+    elapsed = clock.elapsed()
+    eval_returns = evaluate(agent, args) if args.eval_envs else np.array([np.nan])
+    summary = {
+        "game": args.game, "seed": args.seed, "num_envs": N,
+        "minimal_action_set": args.minimal_action_set,
+        "sticky_action_prob": args.sticky_action_prob,
+        "global_step": global_step, "wall_time_s": round(elapsed, 1),
+        "steps_per_s": round(global_step / elapsed),
+        "env_time_s": round(clock.totals.get("env", 0.0), 1),
+        "env_share": round(clock.share("env"), 4),
+        "policy_share": round(clock.share("policy"), 4),
+        "update_share": round(clock.share("update"), 4),
+        "episodes": log.count, "truncations": truncations,
+        "mean_return_last100": log.mean(),
+        "eval_mean_return": float(eval_returns.mean()),
+        "time_to_target_s": None if time_to_target is None else round(time_to_target, 1),
+        "csv": args.csv, **stats,
+    }
+    print("summary " + json.dumps(summary), flush=True)
+    Path(args.csv).with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    if args.save_model:
+        torch.save(agent.state_dict(), args.save_model)
+    if args.plot is not None:
+        png = args.plot or str(Path(args.csv).with_suffix(".png"))
+        title = (f"PPO on MinAtar {GAMES[args.game]}, {N} envs, seed {args.seed}: "
+                 f"{global_step / 1e6:.3g}M steps in {elapsed / 60:.1f} min")
+        plot_learning_curve(args.csv, png, title, target=args.target_return)
+        summary["png"] = png
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""batchenv.entities against scalar Python oracles: free slots, spawning, grid painting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from batchenv.entities import Grid, first_free, free_count, nth_free, spawn
+
+
+@pytest.fixture
+def alive():
+    rng = np.random.default_rng(0)
+    a = rng.random((500, 8)) < rng.random((500, 1))  # from empty to full rows
+    a[0], a[1] = True, False
+    return a
+
+
+def test_first_free_is_the_lowest_dead_slot(alive):
+    slot, has_free = first_free(alive)
+    for i, row in enumerate(alive):
+        free = [s for s in range(8) if not row[s]]
+        assert has_free[i] == bool(free)
+        if free:
+            assert slot[i] == free[0]
+
+
+def test_free_count_and_nth_free_match_minatars_slot_options(alive):
+    counts = free_count(alive)
+    rng = np.random.default_rng(1)
+    j = (rng.random(len(alive)) * np.maximum(counts, 1)).astype(np.int64)
+    slots = nth_free(alive, j)
+    for i, row in enumerate(alive):
+        options = [s for s in range(len(row)) if not row[s]]  # asterix.py's slot_options
+        assert counts[i] == len(options)
+        if options:
+            assert slots[i] == options[j[i]]
+
+
+def test_spawn_writes_only_the_given_slots(alive):
+    x = np.zeros(alive.shape, dtype=np.int8)
+    before = alive.copy()
+    slot, has_free = first_free(alive)
+    rows = np.flatnonzero(has_free)[::2]
+    spawn(alive, rows, slot[rows], {"x": (x, 7)})
+    expected = before.copy()
+    expected[rows, slot[rows]] = True
+    np.testing.assert_array_equal(alive, expected)
+    assert (x != 0).sum() == len(rows) and (x[rows, slot[rows]] == 7).all()
+    with pytest.raises(ValueError, match="field 'y'"):
+        spawn(alive, rows, slot[rows], {"y": (np.zeros(3), 1)})
+
+
+def test_grid_paint_sets_exactly_the_given_cells():
+    rng = np.random.default_rng(2)
+    n, k = 50, 6
+    grid = Grid(n, 10, 10, 5)
+    y, x = rng.integers(0, 10, (n, k)).astype(np.int8), rng.integers(0, 10, (n, k))
+    where = rng.random((n, k)) < 0.5
+    out = np.zeros((n, 10, 10, 5), dtype=bool)
+    grid.paint(out, y, x, 3, where)
+    grid.paint(out, y[:, 0], x[:, 0], 1)  # one entity per env
+    expected = np.zeros_like(out)
+    for i in range(n):
+        expected[i, y[i, 0], x[i, 0], 1] = True
+        for s in range(k):
+            if where[i, s]:
+                expected[i, y[i, s], x[i, s], 3] = True
+    np.testing.assert_array_equal(out, expected)
+    lanes = np.arange(1, 9)[None, :]  # one row of y for every env
+    np.testing.assert_array_equal(grid.cells(lanes, x[:, :1].repeat(8, 1), 0),
+                                  grid.cells(np.broadcast_to(lanes, (n, 8)),
+                                             x[:, :1].repeat(8, 1), 0))
+    with pytest.raises(ValueError, match="shape"):
+        grid.paint(np.zeros((n, 10, 10, 4), dtype=bool), y, x, 0)
