@@ -4,7 +4,7 @@ Games full of entities (bricks, bullets, enemies, cars) keep, for each kind, ``k
 env: state fields of shape ``(k,)`` per row (so ``(n, k)`` arrays in a kernel) and a bool
 ``alive`` field of the same shape. Rules run dense over all slots (a dead slot's fields are
 ignored by masking) and write back sparse. This module has the pieces every such game
-needs, written once (DESIGN.md section 8):
+needs, written once (docs/minatar.md shows them at work):
 
 * :func:`first_free` — the first free slot of each env (``argmin`` over the alive mask), and
   :func:`nth_free` — the ``j``-th free slot of each env (a random free slot: ``j`` drawn

@@ -116,7 +116,7 @@ class SB3VecEnv(VecEnv):
         the last :meth:`set_options` call, both used once) and return the observations."""
         obs, info = self.venv.reset(seed=self._seed_argument(),  # type: ignore[arg-type]
                                     options=self._options_argument())  # (a seed list is ok)
-        self.reset_infos = [{} for _ in range(self.num_envs)]
+        self.reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for i, env_info in _split_info(info).items():
             self.reset_infos[i] = env_info
         self._reset_seeds()
