@@ -417,19 +417,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         attribute for all its envs, so a list's values must all be equal (else
         ``ValueError`` names the envs that differ from env 0's). It sets the attribute
         only: what the constructor derived from it (spaces, buffers) is not rebuilt."""
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"set_attr: values must be one value or a list/tuple of "
-                             f"num_envs={self.num_envs} values, got {len(values)} values")
-        first = values[0]
-        differ = [i for i, v in enumerate(values)
-                  if v is not first and not data_equivalence(v, first, exact=True)]
-        if differ:
-            raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
-                             f"all its envs, so per-env values must be equal; values differ "
-                             f"from env 0's at env indices {_listed(np.array(differ))}")
-        setattr(self, name, first)
+        setattr(self, name, one_attr_value(name, values, self.num_envs))
 
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""
@@ -598,6 +586,25 @@ def field_outside(states: np.ndarray, name: str, low: float, high: float
     col = states[name]
     lo, hi = np.asarray(low).astype(col.dtype), np.asarray(high).astype(col.dtype)
     return f"{name} outside [{low:g}, {high:g}]", (col < lo) | (col > hi)
+
+
+def one_attr_value(name: str, values: Any, num_envs: int) -> Any:
+    """The one value ``set_attr(name, values)`` gives a batch: ``values`` itself, or the
+    entry of a list/tuple of ``num_envs`` equal values (``ValueError`` naming the envs whose
+    value differs from env 0's)."""
+    if not isinstance(values, (list, tuple)):
+        return values
+    if len(values) != num_envs:
+        raise ValueError(f"set_attr: values must be one value or a list/tuple of "
+                         f"num_envs={num_envs} values, got {len(values)} values")
+    first = values[0]
+    differ = [i for i, v in enumerate(values)
+              if v is not first and not data_equivalence(v, first, exact=True)]
+    if differ:
+        raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
+                         f"all its envs, so per-env values must be equal; values differ "
+                         f"from env 0's at env indices {_listed(np.array(differ))}")
+    return first
 
 
 def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:

@@ -51,6 +51,7 @@ from batchenv.core import (
     _is_int,
     batched_space,
     check_seed,
+    one_attr_value,
 )
 from batchenv.sharded._errors import ShardError
 
@@ -322,18 +323,7 @@ class ShardedVectorEnv(VectorEnv):
         """As :meth:`BatchEnv.set_attr`, on every shard: one value, or ``num_envs`` equal
         values (``ValueError`` names the envs whose value differs from env 0's)."""
         self._check_usable()
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"set_attr: values must be one value or a list/tuple of "
-                             f"num_envs={self.num_envs} values, got {len(values)} values")
-        first = values[0]
-        differ = [i for i, v in enumerate(values)
-                  if v is not first and not data_equivalence(v, first, exact=True)]
-        if differ:
-            raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
-                             f"all its envs, so per-env values must be equal; values differ "
-                             f"from env 0's at env indices {differ[:10]}")
+        first = one_attr_value(name, values, self.num_envs)
         self._drain()
         self._call_all("set_attr", (name, first))
         if name in self.__dict__ and not name.startswith("_"):  # the driver's copy too
