@@ -37,7 +37,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from batchenv.core import (
