@@ -105,7 +105,8 @@ def check_killed_actor() -> None:
 
 class TestLocalRay:
     @pytest.fixture(scope="class", autouse=True)
-    def local_ray(self):
+    @classmethod
+    def local_ray(cls):
         if ray.is_initialized():  # a Ray instance another test (or a docs example) left running
             ray.shutdown()
         # address="local": a new instance, never a cluster some other process left running
@@ -136,7 +137,8 @@ class TestLocalRay:
 
 class TestTwoNodeCluster:
     @pytest.fixture(scope="class", autouse=True)
-    def cluster(self):
+    @classmethod
+    def cluster(cls):
         from ray.cluster_utils import Cluster
 
         if ray.is_initialized():
