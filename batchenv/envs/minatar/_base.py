@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from batchenv.core import BatchEnv, StepBeforeResetError
+from batchenv.core import BatchEnv
 from batchenv.entities import Grid
-from batchenv.envs.pong import tile_images
 from batchenv.random import BatchRandom
+from batchenv.rendering import render_tiled
 from batchenv.state import State
 
 __all__ = ["MinAtarEnv", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
@@ -267,14 +267,5 @@ class MinAtarEnv(BatchEnv):
                      gap: int = 4) -> np.ndarray:
         """One RGB image of the first ``k`` envs (default: all, at most 64) on a grid of
         ``cols`` columns, ``gap`` black pixels apart. Works with any ``render_mode``."""
-        self._check_open()
-        if self._needs_reset:
-            raise StepBeforeResetError("render_tiled() called before reset()")
-        k = min(self.num_envs, 64) if k is None else int(k)
-        if not 1 <= k <= self.num_envs:
-            raise ValueError(f"k must be in [1, num_envs={self.num_envs}], got {k}")
-        cols = int(np.ceil(np.sqrt(k))) if cols is None else int(cols)
-        if cols < 1:
-            raise ValueError(f"cols must be >= 1, got {cols}")
-        return tile_images(self.frames()[:k], cols, gap)
+        return render_tiled(self, self.frames, k, cols, gap)
 

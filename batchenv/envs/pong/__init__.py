@@ -2,8 +2,9 @@
 (:mod:`.raster`). ``batchenv.envs.pong`` exports the env and every rule."""
 
 from batchenv.envs.pong.env import CHANNEL_AXES, MODES, OBS_TYPES, BatchPong
-from batchenv.envs.pong.raster import ansi_frames, tile_images
+from batchenv.envs.pong.raster import ansi_frames
 from batchenv.envs.pong.rules import *  # noqa: F403
 from batchenv.envs.pong.rules import __all__ as _rules
+from batchenv.rendering import tile_images
 
 __all__ = ["BatchPong", "MODES", "OBS_TYPES", "CHANNEL_AXES", "ansi_frames", "tile_images", *_rules]

@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from batchenv.core import BatchEnv, StepBeforeResetError, field_outside
+from batchenv.core import BatchEnv, field_outside
 from batchenv.envs.pong.raster import (
     PALETTE,
     Layout,
@@ -20,7 +20,6 @@ from batchenv.envs.pong.raster import (
     ansi_frames,
     pixel_layout,
     render_layout,
-    tile_images,
     tile_layout,
 )
 from batchenv.envs.pong.rules import (
@@ -51,6 +50,7 @@ from batchenv.envs.pong.rules import (
     track_ball,
 )
 from batchenv.random import BatchRandom
+from batchenv.rendering import render_tiled
 from batchenv.state import fields_view, put_rows, take_rows
 
 __all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES",
@@ -463,17 +463,7 @@ class BatchPong(BatchEnv[PongState]):
         """One RGB image of the first ``k`` envs (default: all, at most 64), laid out in
         env order row by row on a grid of ``cols`` columns (default: about square),
         separated by ``gap`` black pixels. Works with any ``render_mode``."""
-        self._check_open()
-        if self._needs_reset:
-            raise StepBeforeResetError("render_tiled() called before reset()")
-        k = min(self.num_envs, 64) if k is None else int(k)
-        if not 1 <= k <= self.num_envs:
-            raise ValueError(f"k must be in [1, num_envs={self.num_envs}], got {k}")
-        cols = int(np.ceil(np.sqrt(k))) if cols is None else int(cols)
-        if cols < 1:
-            raise ValueError(f"cols must be >= 1, got {cols}")
-        frames = self.frames(take_rows(self.state, np.arange(k)))
-        return tile_images(frames, cols, gap)
+        return render_tiled(self, self.frames, k, cols, gap)
 
     @staticmethod
     def mirror_obs(obs: np.ndarray, obs_type: str = "state",

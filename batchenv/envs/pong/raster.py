@@ -301,18 +301,3 @@ def ansi_frames(s: PongState, p: PongParams) -> list[str]:
         head = f" {int(s.score_left[i]):>3} : {int(s.score_right[i]):<3}".center(p.width + 2)
         out.append("\n".join([head, wall, *rows, wall]) + "\n")
     return out
-
-
-def tile_images(frames: np.ndarray, cols: int, gap: int = 2) -> np.ndarray:
-    """Lay ``frames`` ``(k, H, W, C)`` out row by row on a grid of ``cols`` columns,
-    ``gap`` pixels (value 0) between them: ``(rows*H + (rows-1)*gap, cols*W + (cols-1)*gap,
-    C)``."""
-    k, h, w, c = frames.shape
-    cols = min(cols, k)
-    rows = -(-k // cols)
-    grid = np.zeros((rows, h + gap, cols, w + gap, c), dtype=frames.dtype)
-    padded = np.zeros((rows * cols, h, w, c), dtype=frames.dtype)
-    padded[:k] = frames
-    grid[:, :h, :, :w] = padded.reshape(rows, cols, h, w, c).transpose(0, 2, 1, 3, 4)
-    return grid.reshape(rows * (h + gap), cols * (w + gap), c)[:rows * (h + gap) - gap,
-                                                               :cols * (w + gap) - gap]
