@@ -1,5 +1,5 @@
-"""How a call runs: one job per env, in a pool of daemon threads (plain envs) or as tasks of
-a private event loop (async envs), gathered into one :class:`Batch` the caller waits on."""
+"""How a call runs: each env's operation (written once for plain and async envs), the pool of
+daemon threads, and the :class:`Batch` of one call's jobs that the caller waits on."""
 
 from __future__ import annotations
 
@@ -15,37 +15,30 @@ import numpy as np
 
 from batchenv.core import _listed
 
-PENDING, FAILED = object(), object()  # a result slot: no result yet / raised
-
 
 class SubEnvError(RuntimeError):
-    """Sub-environments raised, or returned something malformed (then also a ``ValueError``).
-    The first env's exception is chained as ``__cause__``, with its traceback.
+    """Sub-environments raised, or returned something malformed (then it is also a
+    ``ValueError``). The first env's exception is chained as ``__cause__``, with its traceback.
 
     Attributes:
         method: the operation that failed, e.g. ``"step"``.
         env_index: the first env that failed.
-        errors: ``{env_index: exception}`` for every env that failed in this call.
+        errors: ``{env_index: exception}`` for every env that failed in the call.
     """
+
+    def __new__(cls, method: str, errors: dict[int, BaseException]) -> SubEnvError:
+        if cls is SubEnvError and all(isinstance(e, BadResult) for e in errors.values()):
+            cls = _SubEnvValueError
+        return super().__new__(cls, method, errors)
 
     def __init__(self, method: str, errors: dict[int, BaseException]):
         self.method, self.errors = method, dict(sorted(errors.items()))
-        self.env_index = i = next(iter(self.errors))
-        msg = _describe(method, self.errors[i], f"env {i}")
-        if len(self.errors) > 1:
-            msg = (f"envs {_listed(np.asarray(list(self.errors)))} raised errors in {method}() "
-                   "(the first one is chained below with its traceback): " + "; ".join(
-                       [f"env {i}: {_describe(method, e)}" for i, e in self.errors.items()][:5]
-                       + ["..."] * (len(self.errors) > 5)))
-        super().__init__(msg)
-
-    @classmethod
-    def of(cls, method: str, errors: dict[int, BaseException]) -> SubEnvError:
-        """The error for ``errors``: a ``ValueError`` too when every env returned bad data."""
-        bad_data = all(isinstance(e, BadResult) for e in errors.values())
-        err = (_SubEnvValueError if bad_data else cls)(method, errors)
-        err.__cause__ = err.errors[err.env_index]
-        return err
+        self.env_index = next(iter(self.errors))
+        self.__cause__ = self.errors[self.env_index]
+        each = [f"env {i}{_describe(method, e)}" for i, e in self.errors.items()]
+        super().__init__(each[0] if len(each) == 1 else
+                         f"envs {_listed(np.asarray(list(self.errors)))} raised errors in "
+                         f"{method}(): " + "; ".join(each[:5]) + "; ..." * (len(each) > 5))
 
 
 class _SubEnvValueError(SubEnvError, ValueError):
@@ -54,6 +47,12 @@ class _SubEnvValueError(SubEnvError, ValueError):
 
 class BadResult(ValueError):
     """What an env returned does not fit the space or the Gymnasium signature."""
+
+
+def _describe(method: str, exc: BaseException) -> str:
+    if isinstance(exc, BadResult):
+        return f"'s {method}() returned {exc}"
+    return f" raised in {method}(): {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
 
 
 class SubEnvTimeoutError(TimeoutError):
@@ -67,26 +66,18 @@ class SubEnvTimeoutError(TimeoutError):
 
     def __init__(self, method: str, env_indices: list[int], timeout: float, num_envs: int):
         self.method, self.env_indices, self.timeout = method, env_indices, timeout
-        after = (" They must be reset (reset() or reset(options={'reset_mask': m})) before the "
-                 "next step." if method in ("step", "reset") else "")
         super().__init__(f"{method}() timed out after {timeout:g} s: envs "
-                         f"{_listed(np.asarray(env_indices))} (of {num_envs}) did not "
-                         f"answer.{after}")
-
-
-def _describe(method: str, exc: BaseException, env: str = "") -> str:
-    if isinstance(exc, BadResult):
-        return f"{env}'s {method}() returned {exc}" if env else f"{method}() returned {exc}"
-    what = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-    return f"{env} raised in {method}(): {what}" if env else what
+                         f"{_listed(np.asarray(env_indices))} (of {num_envs}) did not answer."
+                         + " They must be reset (reset() or reset(options={'reset_mask': m}))"
+                         " before the next step." * (method in ("step", "reset")))
 
 
 # ------------------------------------------------------------ per-env operations, written once
 
 
 def then(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """``fn(value)``; when ``value`` is awaitable (an async env's coroutine), a coroutine that
-    awaits it first: each operation is written once for plain and async envs."""
+    """``fn(value)``, or a coroutine awaiting ``value`` first if it is awaitable (an async
+    env's coroutine): so each operation below is written once for plain and async envs."""
     return _then(value, fn) if hasattr(value, "__await__") else fn(value)
 
 
@@ -95,51 +86,39 @@ async def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
     return (await result) if hasattr(result, "__await__") else result
 
 
-def stepped(r: Any) -> tuple:
-    """``env.step``'s result, checked: ``(obs, reward, terminated, truncated, info)``."""
-    if isinstance(r, tuple) and len(r) == 5 and isinstance(r[4], dict):
-        return r[0], float(r[1]), bool(r[2]), bool(r[3]), r[4]
-    raise BadResult(f"{_short(r)}; expected (obs, reward, terminated, truncated, info) with a "
-                    "dict info")
-
-
-def was_reset(r: Any) -> tuple:
-    """``env.reset``'s result, checked: ``(obs, info)``."""
-    if isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], dict):
-        return r
-    raise BadResult(f"{_short(r)}; expected (obs, info) with a dict info")
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def checked(r: Any, size: int = 5) -> tuple:
+    """``env.step``'s result (``size`` 5) or ``env.reset``'s (2), checked."""
+    if not (isinstance(r, tuple) and len(r) == size and isinstance(r[-1], dict)):
+        raise BadResult(f"{repr(r)[:200]}; expected (obs, "
+                        f"{'reward, terminated, truncated, ' * (size == 5)}info) with a dict info")
+    return r if size == 2 else (r[0], float(r[1]), bool(r[2]), bool(r[3]), r[4])
 
 
 def reset(env: Any, seed: int | None, options: Any) -> Any:
-    return then(env.reset(seed=seed, options=options), was_reset)
+    return then(env.reset(seed=seed, options=options), lambda r: checked(r, 2))
 
 
-def step(env: Any, action: Any) -> Any:
+def step(env: Any, action: Any, needs_reset: bool) -> Any:
     """DISABLED: a plain step (envs waiting for a reset are not sent one)."""
-    return then(env.step(action), stepped)
+    return then(env.step(action), checked)
 
 
 def next_step(env: Any, action: Any, needs_reset: bool) -> Any:
     """NEXT_STEP: an env whose episode ended last step is reset instead of stepped."""
-    if not needs_reset:
-        return then(env.step(action), stepped)
-    return then(env.reset(), lambda r: (was_reset(r)[0], 0.0, False, False, r[1]))
+    if needs_reset:
+        return then(env.reset(), lambda r: (checked(r, 2)[0], 0.0, False, False, r[1]))
+    return then(env.step(action), checked)
 
 
-def same_step(env: Any, action: Any) -> Any:
-    """SAME_STEP: step, and reset at once if the episode ended; 6th item: the final obs/info."""
+def same_step(env: Any, action: Any, needs_reset: bool) -> Any:
+    """SAME_STEP: step, and reset at once if the episode ended (``final_obs``/``final_info``
+    go into the reset's info)."""
     def reset_if_over(r: Any) -> Any:
-        obs, reward, terminated, truncated, info = stepped(r)
+        obs, reward, terminated, truncated, info = checked(r)
         if not (terminated or truncated):
-            return obs, reward, terminated, truncated, info, None
-        final = {"final_obs": obs, "final_info": info}
-        return then(env.reset(), lambda s: (was_reset(s)[0], reward, terminated, truncated,
-                                            s[1], final))
+            return obs, reward, terminated, truncated, info
+        return then(env.reset(), lambda s: (checked(s, 2)[0], reward, terminated, truncated,
+                                            {**s[1], "final_obs": obs, "final_info": info}))
     return then(env.step(action), reset_if_over)
 
 
@@ -177,9 +156,10 @@ class Pool:
 
 
 class Batch:
-    """``op(envs[i], *args[i])`` for each env of ``idx``: in the pool, or as tasks of the loop
-    ``loop()`` gives (``on_loop``); awaitable results are awaited on that loop. ``future``
-    completes when every env answered; ``late`` gets results that arrive after :meth:`stop`."""
+    """``op(envs[i], *args[i])`` for each env ``i`` of ``idx``: in the pool, or as tasks of the
+    loop ``loop()`` gives for the envs of ``on_loop``; an awaitable result is awaited on that
+    loop. ``results``/``errors`` map envs to what they returned/raised; ``future`` completes
+    when every env answered; results that come after :meth:`stop` go to ``late``."""
 
     def __init__(self, op: Callable, envs: list[Any], args: list[tuple], idx: list[int],
                  on_loop: list[bool], locks: list[threading.Lock], pool: Pool,
@@ -187,23 +167,22 @@ class Batch:
                  late: Callable[[Any], None] | None = None):
         self.op, self.envs, self.args, self.idx, self.locks = op, envs, args, idx, locks
         self.pool, self.loop, self.late = pool, loop, late
-        self.results: list[Any] = [PENDING] * len(envs)
+        self.results: dict[int, Any] = {}
         self.errors: dict[int, BaseException] = {}
-        self.left, self.stopped, self.woken = len(idx), False, 0
+        self.left, self.stopped, self.woken, self.lock = len(idx), False, 0, threading.Lock()
         self.timed_out: tuple[float, list[int]] | None = None  # (timeout, envs not answered)
-        self.lock = threading.Lock()
         self.future: cf.Future = cf.Future()
         self.future.set_running_or_notify_cancel()  # so that no awaiter can cancel it
         self.tasks: list[cf.Future] = []  # what runs on the loop, cancelled by stop()
-        if not idx:
-            self.future.set_result(None)
         threaded = [i for i in idx if not on_loop[i]]
         self.todo = iter(threaded)  # claimed one by one by the threads
         if len(threaded) < len(idx):
-            coros = [self._task(i) for i in idx if on_loop[i]]
-            self.tasks.append(asyncio.run_coroutine_threadsafe(_gather(coros), loop()))
+            self.tasks.append(asyncio.run_coroutine_threadsafe(
+                self._on_loop([i for i in idx if on_loop[i]]), loop()))
         if threaded:
             self._wake()
+        elif not idx:
+            self.future.set_result(None)
 
     def _wake(self) -> None:
         self.woken += 1
@@ -222,7 +201,7 @@ class Batch:
                 try:
                     result = self.op(self.envs[i], *self.args[i])
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
-                    self.record(i, FAILED, exc)
+                    self.record(i, None, exc)
                     continue
             if hasattr(result, "__await__"):
                 with self.lock:
@@ -232,20 +211,25 @@ class Batch:
                         continue
             self.record(i, result)
 
-    async def _task(self, i: int, result: Any = PENDING) -> None:
+    async def _on_loop(self, idx: list[int]) -> None:
+        await asyncio.gather(*[self._task(i) for i in idx])
+
+    async def _task(self, i: int, result: Any = None) -> None:
         try:
-            if result is PENDING:
+            if result is None:
                 result = self.op(self.envs[i], *self.args[i])
             self.record(i, await result if hasattr(result, "__await__") else result)
         except BaseException as exc:  # noqa: BLE001 - raised, or cancelled by stop()
-            self.record(i, FAILED, exc)
+            self.record(i, None, exc)
 
     def record(self, i: int, result: Any, exc: BaseException | None = None) -> None:
         with self.lock:
             late = self.stopped
             if not late:
-                self.results[i], self.left = result, self.left - 1
-                if exc is not None:
+                self.left -= 1
+                if exc is None:
+                    self.results[i] = result
+                else:
                     self.errors[i] = exc
             last = not late and not self.left
         if last:
@@ -265,18 +249,25 @@ class Batch:
 
     def stop(self) -> list[int]:
         """The caller gives up: unclaimed envs never start, tasks are cancelled, later results
-        go to ``late``. Returns the envs without a result."""
+        go to ``late``. Returns the envs that did not answer."""
         with self.lock:
             self.stopped = True
             for _ in self.todo:
                 pass
         for task in self.tasks:
             task.cancel()
-        return [i for i in self.idx if self.results[i] is PENDING]
+        return [i for i in self.idx if i not in self.results and i not in self.errors]
 
-
-async def _gather(coros: list) -> None:
-    await asyncio.gather(*coros)
+    def check(self, method: str, bad: dict[int, BadResult] | None = None) -> None:
+        """Raise :class:`SubEnvTimeoutError` if the call timed out, else :class:`SubEnvError`
+        if envs failed (or returned the ``bad`` results the caller found)."""
+        errors = {**self.errors, **(bad or {})}
+        cause = SubEnvError(method, errors) if errors else None
+        if self.timed_out is not None:
+            raise SubEnvTimeoutError(method, self.timed_out[1], self.timed_out[0],
+                                     len(self.envs)) from cause
+        if cause is not None:
+            raise cause
 
 
 def start_loop() -> asyncio.AbstractEventLoop:

@@ -23,14 +23,16 @@ class AsyncEnv(Generic[ObsType, ActType]):
     observation_space: spaces.Space
     _np_random: np.random.Generator | None = None
     _np_random_seed: int | None = None
-    # gymnasium.Env's (they only touch the attributes above):
+    # gymnasium.Env's (they only touch the attributes above; unwrapped is the env itself):
     np_random, np_random_seed = gym.Env.np_random, gym.Env.np_random_seed
+    unwrapped, __str__ = gym.Env.unwrapped, gym.Env.__str__
     get_wrapper_attr, set_wrapper_attr = gym.Env.get_wrapper_attr, gym.Env.set_wrapper_attr
-    has_wrapper_attr, __str__ = gym.Env.has_wrapper_attr, gym.Env.__str__
+    has_wrapper_attr = gym.Env.has_wrapper_attr
 
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
                     ) -> tuple[ObsType, dict[str, Any]]:
-        """Reset the env; the base implementation only seeds :attr:`np_random`."""
+        """Reset the env: ``(obs, info)``; the base implementation only seeds
+        :attr:`np_random`."""
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
         return None  # type: ignore[return-value]  # subclasses return (obs, info)
@@ -44,8 +46,3 @@ class AsyncEnv(Generic[ObsType, ActType]):
 
     async def close(self) -> None:
         pass
-
-    @property
-    def unwrapped(self) -> AsyncEnv:
-        """The env itself (there are no async wrappers)."""
-        return self

@@ -1,6 +1,6 @@
 """:class:`ConcurrentVectorEnv`. Each call is one coroutine awaiting one
-:class:`~batchenv.concurrent._run.Batch`: ``reset``/``step`` drive it in the calling thread,
-blocking on the batch; ``areset``/``astep`` await it in the caller's event loop."""
+:class:`~batchenv.concurrent._run.Batch`: the plain methods drive it in the calling thread,
+blocking on the batch; ``areset``/``astep``/``aparallel`` await it in the caller's loop."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import math
 import numbers
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
@@ -24,37 +25,24 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector.utils import batch_differing_spaces, concatenate, create_empty_array, iterate
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
+from batchenv import core
 from batchenv.concurrent import _run
-from batchenv.concurrent._run import FAILED, PENDING, BadResult, SubEnvError, SubEnvTimeoutError
-from batchenv.core import (
-    ClosedEnvError,
-    StepBeforeResetError,
-    _check_autoreset_mode,
-    _check_options,
-    _is_int,
-    _listed,
-    batched_space,
-    check_seed,
-)
+from batchenv.concurrent._run import BadResult, SubEnvError
+from batchenv.core import _listed
 
 #: Upper bound on the number of worker threads chosen by ``max_workers=None``.
 MAX_THREADS = 256
 #: Default time ``close()`` waits for the sub-envs to close before giving up on them.
 CLOSE_TIMEOUT = 10.0
 _NEXT, _SAME, _DISABLED = AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED
-_STEP_OPS: dict[AutoresetMode, Callable[..., Any]] = {
-    _NEXT: _run.next_step, _SAME: _run.same_step, _DISABLED: _run.step}
+_STEP_OPS = {_NEXT: _run.next_step, _SAME: _run.same_step, _DISABLED: _run.step}
 _Seed = int | Sequence[int | None] | None
 
 
-class _Wait:
-    """Awaited by a call coroutine: True once ``batch`` finished, False after ``seconds``."""
-
-    def __init__(self, batch: _run.Batch, seconds: float | None):
-        self.batch, self.seconds = batch, seconds
-
-    def __await__(self):
-        return (yield self)
+@types.coroutine
+def _wait(batch: _run.Batch, seconds: float | None) -> Any:
+    """Awaited by a call's coroutine: its driver waits for ``batch`` (True: it finished)."""
+    return (yield batch, seconds)
 
 
 class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, ActType]):
@@ -63,16 +51,17 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     finished env that is not reset stands still). See ``docs/concurrency.md``.
 
     Args:
-        env_fns: callables creating the sub-envs, called concurrently in the pool threads; a
-            factory may be ``async def`` (or return an awaitable), awaited on the private loop.
+        env_fns: callables making the sub-envs, called concurrently in the pool; one may be
+            ``async def`` (or return an awaitable), awaited on the private loop.
         executor: ``"thread"`` (plain envs in a thread pool) or ``"asyncio"`` (also
             :class:`AsyncEnv` envs, as tasks of a private event loop).
         max_workers: maximum number of pool threads; ``None``: one per env, up to
             :data:`MAX_THREADS`.
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED`` (or its value).
         copy: return a copy of the observation buffer (``False``: the buffer itself).
-        timeout: default per-call timeout in seconds (``None`` or ``math.inf``: none);
-            ``reset``, ``step``, ``render``, ``parallel`` and their async forms take one too.
+        timeout: default seconds a call (and the factories) may take (``None`` or
+            ``math.inf``: no limit); ``reset``, ``step``, ``render``, ``parallel`` and their
+            async forms take one too.
         observation_mode: ``"same"``, ``"different"`` or ``(batched_space, single_space)``.
 
     Raises:
@@ -87,7 +76,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
                  copy: bool = True, timeout: float | None = None,
                  observation_mode: str | tuple[spaces.Space, spaces.Space] = "same") -> None:
-        self.closed = True  # until fully built, so that a failed __init__ never closes twice
+        self.closed = True  # until built (no finalizer runs on a half-built object)
         self.env_fns = env_fns = list(env_fns)
         if not env_fns:
             raise ValueError("env_fns must contain at least one environment factory")
@@ -96,12 +85,12 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                 raise TypeError(f"env_fns[{i}] must be callable, got {type(fn).__name__}")
         if executor not in ("thread", "asyncio"):
             raise ValueError(f"executor must be 'thread' or 'asyncio', got {executor!r}")
-        if max_workers is not None and not (_is_int(max_workers) and max_workers >= 1):
+        if max_workers is not None and not (core._is_int(max_workers) and max_workers >= 1):
             raise ValueError(f"max_workers must be None or an int >= 1, got {max_workers!r}")
         self.timeout = _check_timeout(timeout)
-        self.autoreset_mode = _check_autoreset_mode(autoreset_mode)
-        self.executor, self.copy, self.observation_mode = executor, copy, observation_mode
-        self.num_envs = n = len(env_fns)
+        self.autoreset_mode = core._check_autoreset_mode(autoreset_mode)
+        self.executor, self.copy, self.num_envs = executor, copy, len(env_fns)
+        n = self.num_envs
         self.max_workers = min(n, MAX_THREADS) if max_workers is None else int(max_workers)
         self._pool, self._loop_lock = _run.Pool(self.max_workers), threading.Lock()
         self._event_loop: asyncio.AbstractEventLoop | None = None
@@ -111,84 +100,73 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self._is_async = [False] * n
         self._autoreset = np.zeros(n, dtype=np.bool_)  # episode over: reset on next step
         self._reset_done = np.zeros(n, dtype=np.bool_)  # reset at least once
-        self._broken = np.zeros(n, dtype=np.bool_)  # last step/reset failed: must be reset
-        self._ready = False  # every env reset and none broken: step() may run
+        self._broken = np.ones(n, dtype=np.bool_)  # must be reset: never reset, or failed
+        self.closed = False
         try:
-            self._drive(self._make_envs(env_fns), "make")
+            self._drive(self._make_envs(env_fns))
             self._setup_spaces(observation_mode)
         except BaseException:
-            self._shutdown(1.0, raise_errors=False, warn=False)
+            self._shutdown(1.0, report=False)
             raise
-        self.closed = False
 
     def reset(self, *, seed: _Seed = None, options: dict[str, Any] | None = None,
               timeout: float | None = None) -> tuple[ObsType, dict[str, Any]]:
-        """Reset all envs, or those of ``options["reset_mask"]`` (a bool array of shape
-        ``(num_envs,)``; the other options go to the envs), concurrently. ``seed``: ``None``,
-        ``s`` (env ``i`` gets ``s + i``) or one seed (or None) per env."""
-        return self._drive(self._reset(seed, options, timeout), "reset")
+        """Reset every env, or those of ``options["reset_mask"]`` (a bool array of shape
+        ``(num_envs,)``; the other options go to the envs). ``seed``: ``None``, ``s`` (env
+        ``i`` gets ``s + i``) or one seed (or None) per env."""
+        return self._drive(self._reset(seed, options, timeout))
 
     async def areset(self, *, seed: _Seed = None, options: dict[str, Any] | None = None,
                      timeout: float | None = None) -> tuple[ObsType, dict[str, Any]]:
         """:meth:`reset` for code running in an event loop: awaits instead of blocking it."""
-        return await self._drive(self._reset(seed, options, timeout), "areset", awaiting=True)
+        return await self._drive(self._reset(seed, options, timeout), awaiting=True)
 
     def step(self, actions: ActType, *, timeout: float | None = None):
-        """Step every env concurrently, auto-resetting as the mode says."""
-        return self._drive(self._step(actions, timeout), "step")
+        """Step every env, auto-resetting as ``autoreset_mode`` says."""
+        return self._drive(self._step(actions, timeout))
 
     async def astep(self, actions: ActType, *, timeout: float | None = None):
         """:meth:`step` for code running in an event loop: awaits instead of blocking it."""
-        return await self._drive(self._step(actions, timeout), "astep", awaiting=True)
+        return await self._drive(self._step(actions, timeout), awaiting=True)
 
     def render(self, *, timeout: float | None = None) -> tuple[Any, ...]:
-        """The frames of every env, rendered concurrently."""
-        return tuple(self._drive(self._gather("render", methodcaller("render"), None, timeout),
-                                 "render"))
+        """The frames of every env."""
+        return tuple(self._drive(self._all("render", methodcaller("render"), [()], timeout)))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method ``name`` of every env concurrently (or read it, if not callable)."""
-        return tuple(self._drive(self._gather(f"call({name!r})", _call,
-                                              [(name, args, kwargs)] * self.num_envs), "call"))
+        """Call method ``name`` of every env (awaiting a coroutine), or read it if it is not
+        callable."""
+        return tuple(self._drive(self._all(f"call({name!r})", _call, [(name, args, kwargs)])))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env."""
+        """Attribute ``name`` of every env (as ``SyncVectorEnv``: :meth:`call` it)."""
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` on every env: one value for all, or a list/tuple per env."""
+        """Set attribute ``name`` of every env: one value for all, or a list/tuple per env."""
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError("Values must be a list or tuple with length equal to the number of "
                              f"environments. Got `{len(values)}` values for {self.num_envs} "
                              "environments.")
-        self._drive(self._gather(f"set_attr({name!r})", _set_attr, [(name, v) for v in values]),
-                    "set_attr")
+        self._drive(self._all(f"set_attr({name!r})", _set_attr, [(name, v) for v in values]))
 
     def parallel(self, fn: Callable[..., Any], per_env_args: Sequence[Any] | None = None, *,
                  timeout: float | None = None) -> list[Any]:
-        """``fn(env, per_env_args[i])`` (or ``fn(env)``) for every env, concurrently, where
-        that env's calls run; an awaitable result is awaited on the private loop."""
-        args = self._parallel_args(fn, per_env_args)
-        return self._drive(self._gather("parallel", _apply, args, timeout), "parallel")
+        """``fn(env, per_env_args[i])`` (or ``fn(env)``) for every env, run where that env's
+        calls run; an awaitable result is awaited on the private loop. Returns the results in
+        env order."""
+        return self._drive(self._parallel(fn, per_env_args, timeout))
 
     async def aparallel(self, fn: Callable[..., Any], per_env_args: Sequence[Any] | None = None,
                         *, timeout: float | None = None) -> list[Any]:
         """:meth:`parallel` for code running in an event loop."""
-        args = self._parallel_args(fn, per_env_args)
-        return await self._drive(self._gather("parallel", _apply, args, timeout), "aparallel",
-                                 awaiting=True)
+        return await self._drive(self._parallel(fn, per_env_args, timeout), awaiting=True)
 
-    @property
-    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
-        """The np random seeds of the sub-envs."""
-        return self.get_attr("np_random_seed")
-
-    @property  # type: ignore[misc]
-    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
-        """The numpy random generators of the sub-envs."""
-        return self.get_attr("np_random")
+    #: The sub-envs' ``np_random_seed`` and ``np_random``.
+    np_random_seed = property(lambda self: self.get_attr("np_random_seed"))
+    np_random = property(lambda self: self.get_attr("np_random"))
 
     def close(self, *, timeout: float | None = None, **kwargs: Any) -> None:
         """Close the sub-envs concurrently and stop the threads; never hangs: envs stuck in a
@@ -197,30 +175,26 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         nothing. Raises :class:`SubEnvError` if envs raised in ``close()``."""
         if not self.closed:
             t = _check_timeout(timeout)
-            self._shutdown(CLOSE_TIMEOUT if t is None else t, raise_errors=True, warn=True)
+            self._shutdown(CLOSE_TIMEOUT if t is None else t, report=True)
 
-    # ------------------------------------------------------------------------- the one core --
+    # ------------------------------------------------------------------- the one code path --
 
-    def _drive(self, coro: Coroutine, method: str, awaiting: bool = False) -> Any:
-        """Run a call coroutine: in this thread, blocking on the batch it awaits; or (with
+    def _drive(self, coro: Coroutine, awaiting: bool = False) -> Any:
+        """Run a call's coroutine: in this thread, blocking on the batch it awaits; or (with
         ``awaiting``: returns a coroutine) in the caller's event loop, awaiting the batch."""
-        error: Exception | None = None
-        if self.closed and method != "make":
-            error = ClosedEnvError(f"{method}() called on a closed {type(self).__name__}")
-        elif not self._busy.acquire(False):
-            error = RuntimeError(f"{method}() called while another call on this "
-                                 f"{type(self).__name__} is running; calls must not overlap "
-                                 "(await each astep/areset before the next)")
-        if error is not None:
+        if self.closed or not self._busy.acquire(False):
             coro.close()
-            raise error
+            if self.closed:
+                raise core.ClosedEnvError(f"this {type(self).__name__} is closed")
+            raise RuntimeError(f"another call on this {type(self).__name__} is running; calls "
+                               "must not overlap (await each astep/areset before the next)")
         return self._await(coro) if awaiting else self._block(coro)
 
     def _block(self, coro: Coroutine) -> Any:
         try:
-            wait = coro.send(None)
+            batch, seconds = coro.send(None)
             try:
-                done = wait.batch.wait(wait.seconds)
+                done = batch.wait(seconds)
             except BaseException as exc:  # Ctrl-C: the call abandons its batch
                 coro.throw(exc)
             coro.send(done)
@@ -232,10 +206,10 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     async def _await(self, coro: Coroutine) -> Any:
         try:
             await asyncio.sleep(0)  # the caller's loop runs at least once per call
-            wait = coro.send(None)
-            future = asyncio.wrap_future(wait.batch.future)
+            batch, seconds = coro.send(None)
+            future = asyncio.wrap_future(batch.future)
             try:
-                done, _ = await asyncio.wait({future}, timeout=wait.seconds)
+                done, _ = await asyncio.wait({future}, timeout=seconds)
             except BaseException as exc:  # cancelled: the call abandons its batch
                 coro.throw(exc)
             finally:
@@ -247,79 +221,57 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
             coro.close()  # a no-op, unless cancelled before it started
             self._busy.release()
 
-    async def _dispatch(self, method: str, op: Callable, args: list[tuple], idx: Sequence[int],
-                        timeout: float | None, *, breaks: bool = False,
-                        envs: list[Any] | None = None, on_loop: list[bool] | None = None,
-                        late: Callable[[Any], None] | None = None) -> _run.Batch:
-        """Run ``op(env, *args[i])`` for the envs ``idx`` and wait for them. On a timeout or
-        cancellation the batch is abandoned; with ``breaks`` the envs it left are broken."""
-        batch = _run.Batch(op, self.envs if envs is None else envs, args, list(idx),
-                           self._is_async if on_loop is None else on_loop, self._locks,
-                           self._pool, self._loop, late)
-        t = self.timeout if timeout is None else _check_timeout(timeout)
+    async def _batch(self, method: str, op: Callable, args: list[tuple],
+                     idx: Sequence[int] | None = None, timeout: float | None = None,
+                     envs: list[Any] | None = None, late: Callable | None = None) -> _run.Batch:
+        """Run ``op(env, *args[i])`` (``[args]``: the same for all) for the envs ``idx``
+        (default: all) and wait, at most ``timeout`` (default: the constructor's); the envs
+        that did not answer by then are given up on, and named by ``batch.check``."""
+        n, t = self.num_envs, self.timeout if timeout is None else _check_timeout(timeout)
+        batch = _run.Batch(op, self.envs if envs is None else envs, args * n if len(args) == 1
+                           else args, list(range(n) if idx is None else idx), self._is_async,
+                           self._locks, self._pool, self._loop, late)
         try:
-            done = await _Wait(batch, t)
+            done = await _wait(batch, t)
         except BaseException:  # Ctrl-C or cancelled: the caller gets none of the results
             batch.stop()
-            self._set_broken(batch.idx if breaks else [])
+            if method in ("step", "reset"):
+                self._broken[batch.idx] = True
             raise
         if not done:
-            batch.timed_out = (t, pending := batch.stop())  # type: ignore[assignment]
-            self._set_broken(pending if breaks else [])
+            batch.timed_out = (t, batch.stop())  # type: ignore[assignment]
         return batch
 
+    async def _all(self, method: str, op: Callable, args: list[tuple],
+                   timeout: float | None = None) -> list[Any]:
+        batch = await self._batch(method, op, args, None, timeout)
+        batch.check(method)
+        return [batch.results[i] for i in range(self.num_envs)]
+
+    async def _parallel(self, fn: Any, per_env_args: Any, timeout: float | None) -> list[Any]:
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
+        if per_env_args is not None and len(per_env_args) != self.num_envs:
+            raise ValueError(f"`per_env_args` must be a sequence with one entry per env "
+                             f"(num_envs={self.num_envs})")
+        args = [(fn,)] if per_env_args is None else [(fn, a) for a in per_env_args]
+        return await self._all("parallel", _apply, args, timeout)
+
     def _loop(self) -> asyncio.AbstractEventLoop:
-        with self._loop_lock:  # executor="thread" starts one only to await a coroutine
+        with self._loop_lock:  # started on first use (executor="thread": to await a coroutine)
             if self._event_loop is None:
                 self._event_loop = _run.start_loop()
             return self._event_loop
 
-    def _set_broken(self, idx: Sequence[int]) -> None:
-        if len(idx):
-            self._broken[list(idx)] = True
-            self._ready = False
-
-    def _raise(self, batch: _run.Batch, method: str, bad: dict[int, BadResult] | None = None
-               ) -> None:
-        """Raise SubEnvTimeoutError if the call timed out, else SubEnvError if envs failed."""
-        errors = {**batch.errors, **(bad or {})}
-        if batch.timed_out is not None:
-            raise SubEnvTimeoutError(method, batch.timed_out[1], batch.timed_out[0],
-                                     self.num_envs) from (
-                SubEnvError.of(method, errors) if errors else None)
-        if errors:
-            raise SubEnvError.of(method, errors)
-
-    async def _gather(self, method: str, fn: Callable, args: list[tuple] | None,
-                      timeout: float | None = None) -> list[Any]:
-        n = self.num_envs
-        batch = await self._dispatch(method, fn, args or [()] * n, range(n), timeout)
-        self._raise(batch, method)
-        return batch.results
-
-    def _parallel_args(self, fn: Any, per_env_args: Any) -> list[tuple]:
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
-        if per_env_args is None:
-            return [(fn,)] * self.num_envs
-        if not hasattr(per_env_args, "__len__") or len(per_env_args) != self.num_envs:
-            raise ValueError(f"`per_env_args` must be a sequence with one entry per env "
-                             f"(num_envs={self.num_envs})")
-        return [(fn, a) for a in per_env_args]
-
     async def _make_envs(self, env_fns: list[Callable[[], Any]]) -> None:
-        """Call the factories concurrently. What they made is adopted even when some fail, so
-        that the failed constructor closes it; what a late factory makes is closed on arrival."""
-        on_loop = [self.executor == "asyncio" and inspect.iscoroutinefunction(fn)
-                   for fn in env_fns]
-        batch = await self._dispatch("env_fn", _apply, [(fn,) for fn in env_fns],
-                                     range(self.num_envs), None, envs=[None] * self.num_envs,
-                                     on_loop=on_loop, late=_close_quietly)
-        for i, env in enumerate(batch.results):
-            if env is not PENDING and env is not FAILED:
-                self.envs[i] = env
-                self._is_async[i] = inspect.iscoroutinefunction(getattr(env, "step", None))
-        self._raise(batch, "env_fn")
+        """Call the factories. What they made is kept even when some fail, so that the failed
+        constructor closes it; what a late factory makes is closed when it arrives."""
+        batch = await self._batch("env_fn", _apply, [(fn,) for fn in env_fns],
+                                  envs=[None] * self.num_envs, late=_close_quietly)
+        for i, env in batch.results.items():
+            self.envs[i] = env
+            self._is_async[i] = inspect.iscoroutinefunction(getattr(env, "step", None))
+        batch.check("env_fn")
         for i, env in enumerate(self.envs):
             if self._is_async[i] and self.executor == "thread":
                 raise TypeError(f"env {i} ({type(env).__name__}) is asynchronous (its step is a "
@@ -330,102 +282,91 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
 
     def _setup_spaces(self, mode: Any) -> None:
         first, n = self.envs[0], self.num_envs
-        self.metadata = {**(getattr(first, "metadata", None) or {}),
-                         "autoreset_mode": self.autoreset_mode}
-        self.render_mode = getattr(first, "render_mode", None)
-        self.single_action_space = first.action_space
-        self.action_space = batched_space(self.single_action_space, n)
-        self.single_observation_space = first.observation_space
+        self.metadata = {**first.metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = first.render_mode
+        self.single_action_space, self.single_observation_space = (first.action_space,
+                                                                   first.observation_space)
+        self.action_space = core.batched_space(self.single_action_space, n)
         if isinstance(mode, tuple) and len(mode) == 2:
             if not all(isinstance(s, spaces.Space) for s in mode):
                 raise TypeError("observation_mode as a tuple must hold two Spaces")
             self.observation_space, self.single_observation_space = mode
         elif mode in ("same", "different"):
-            self.observation_space = (batched_space(first.observation_space, n) if mode == "same"
-                                      else batch_differing_spaces([e.observation_space
-                                                                   for e in self.envs]))
+            self.observation_space = (
+                core.batched_space(first.observation_space, n) if mode == "same" else
+                batch_differing_spaces([env.observation_space for env in self.envs]))
         else:
             raise ValueError("observation_mode must be 'same', 'different' or a tuple "
                              f"(batched_space, single_space), got {mode!r}")
         for i, env in enumerate(self.envs):
-            for what, same in (("observation", mode == "same"), ("action", True)):
-                space, env_space = getattr(first, f"{what}_space"), getattr(env, f"{what}_space")
-                if same and env_space != space:
-                    raise RuntimeError(f"env {i}'s {what}_space {env_space} differs from env "
-                                       f"0's {space}" + "; use observation_mode='different'"
+            for what in ("observation", "action")[mode != "same":]:
+                space, own = getattr(first, f"{what}_space"), getattr(env, f"{what}_space")
+                if own != space:
+                    raise RuntimeError(f"env {i}'s {what}_space {own} differs from env 0's "
+                                       f"{space}" + "; use observation_mode='different'"
                                        * (what == "observation"))
         self._observations: Any = create_empty_array(self.single_observation_space, n, np.zeros)
-        try:
-            self._env_obs = [deepcopy(o) for o in iterate(self.observation_space,
-                                                          self._observations)]
-        except Exception:  # noqa: BLE001 - spaces whose empty batch cannot be iterated
-            self._env_obs = [None] * n
+        self._env_obs = list(iterate(self.observation_space, create_empty_array(
+            self.single_observation_space, n, np.zeros)))  # each env's last observation
 
     # ---------------------------------------------------------------------- reset and step --
 
     async def _reset(self, seed: Any, options: Any, timeout: float | None):
-        n = self.num_envs
-        values, given = check_seed(seed, n)  # BatchEnv's seed and mask rules
+        n, idx = self.num_envs, list(range(self.num_envs))
+        values, given = core.check_seed(seed, n)  # BatchEnv's seed and mask rules
         seeds = [int(v) if g else None for v, g in zip(values.tolist(), given.tolist())]
-        idx: list[int] = list(range(n))
         if isinstance(options, Mapping) and "reset_mask" in options:
-            mask: Any = _check_options({"reset_mask": options["reset_mask"]}, n)
+            mask: Any = core._check_options({"reset_mask": options["reset_mask"]}, n)
             idx = np.flatnonzero(mask).tolist()
             options = {k: v for k, v in options.items() if k != "reset_mask"}
-        else:  # other keys are the sub-envs' business
-            _check_options(None if isinstance(options, Mapping) else options, n)
-        batch = await self._dispatch("reset", _run.reset, [(s, options) for s in seeds], idx,
-                                     timeout, breaks=True)
-        results = {i: batch.results[i] for i in idx if batch.results[i] is not PENDING
-                   and batch.results[i] is not FAILED}
-        bad = self._store_obs({i: r[0] for i, r in results.items()})
-        ok = [i for i in results if i not in bad]
+        elif not isinstance(options, Mapping):  # other keys are the sub-envs' business
+            core._check_options(options, n)
+        batch = await self._batch("reset", _run.reset, [(s, options) for s in seeds], idx,
+                                  timeout)
+        bad = self._store_obs({i: r[0] for i, r in batch.results.items()})
+        ok = [i for i in idx if i in batch.results and i not in bad]
         infos: dict[str, Any] = {}
         for i in ok:
-            if results[i][1]:
-                infos = self._add_info(infos, results[i][1], i)
+            infos = self._add_info(infos, batch.results[i][1], i)
+        self._broken[idx] = True  # until they prove otherwise
         self._autoreset[ok] = self._broken[ok] = False
         self._reset_done[ok] = True
-        self._set_broken([*batch.errors, *bad])
-        self._ready = bool(self._reset_done.all() and not self._broken.any())
-        self._raise(batch, "reset", bad)
+        batch.check("reset", bad)
         return self._obs_out(), infos
 
     async def _step(self, actions: Any, timeout: float | None):
         n, mode = self.num_envs, self.autoreset_mode
-        if not self._ready:
-            self._raise_not_ready()
+        if self._broken.any():
+            never = np.flatnonzero(~self._reset_done)
+            if len(never):
+                raise core.StepBeforeResetError(
+                    "step() called before reset(): call reset() first" if len(never) == n else
+                    f"step() called before envs {_listed(never)} were ever reset: call reset() "
+                    "first")
+            raise ResetNeeded(f"envs {_listed(np.flatnonzero(self._broken))} failed or timed "
+                              "out in their last step/reset: reset them (reset(), or reset("
+                              "options={'reset_mask': mask})) before stepping again")
         _check_actions(self.action_space, actions)
-        args: list[tuple] = [(a,) for a in iterate(self.action_space, actions)]
-        idx: Sequence[int] = range(n)
-        if mode is _NEXT:
-            args = [(a, r) for (a,), r in zip(args, self._autoreset.tolist())]
-        elif mode is _DISABLED:  # an env waiting for a reset stands still
-            idx = np.flatnonzero(~self._autoreset).tolist()
-        batch = await self._dispatch("step", _STEP_OPS[mode], args, idx, timeout, breaks=True)
+        args = list(zip(iterate(self.action_space, actions), self._autoreset.tolist()))
+        idx = np.flatnonzero(~self._autoreset).tolist() if mode is _DISABLED else range(n)
+        batch = await self._batch("step", _STEP_OPS[mode], args, idx, timeout)
         rewards = np.zeros(n, dtype=np.float64)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
         new_obs: dict[int, Any] = {}
         infos: dict[str, Any] = {}
         for i in idx:
-            r = batch.results[i]
-            if r is not PENDING and r is not FAILED:
-                new_obs[i], rewards[i], terminations[i], truncations[i], info = r[:5]
-                if mode is _SAME and r[5] is not None:  # final_obs and final_info
-                    infos = self._add_info(infos, r[5], i)
-                if info:
-                    infos = self._add_info(infos, info, i)
+            if i in batch.results:
+                new_obs[i], rewards[i], terminations[i], truncations[i], info = batch.results[i]
+                infos = self._add_info(infos, info, i)
         bad = self._store_obs(new_obs)
+        if bad or len(new_obs) < len(idx):
+            self._broken[[i for i in idx if i not in new_obs or i in bad]] = True
         done = terminations | truncations
-        if mode is _DISABLED:  # finished envs wait for a reset
+        if mode is _DISABLED:  # finished envs wait for a reset (failed ones are broken)
             self._autoreset |= done
-        elif len(new_obs) == n and not bad:
+        else:
             self._autoreset = done
-        else:  # only the envs that stepped have news
-            ok = [i for i in new_obs if i not in bad]
-            self._autoreset[ok] = done[ok]
-        self._set_broken([*batch.errors, *bad])
-        self._raise(batch, "step", bad)
+        batch.check("step", bad)
         return self._obs_out(), rewards, terminations, truncations, infos
 
     def _store_obs(self, new_obs: dict[int, Any]) -> dict[int, BadResult]:
@@ -450,57 +391,44 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self._env_obs = rows
         return bad
 
-    def _raise_not_ready(self) -> None:
-        never = np.flatnonzero(~self._reset_done)
-        if len(never) == self.num_envs:
-            raise StepBeforeResetError("step() called before reset(): call reset() first")
-        if len(never):
-            raise StepBeforeResetError(f"step() called before envs {_listed(never)} were ever "
-                                       "reset: call reset() first")
-        raise ResetNeeded(f"envs {_listed(np.flatnonzero(self._broken))} failed or timed out "
-                          "in their last step/reset: reset them (reset(), or reset(options="
-                          "{'reset_mask': mask})) before stepping again")
-
     def _obs_out(self) -> Any:
         obs = self._observations
         if not self.copy:
             return obs
         return obs.copy() if isinstance(obs, np.ndarray) else deepcopy(obs)
 
-    def _shutdown(self, timeout: float, *, raise_errors: bool, warn: bool) -> None:
-        self.closed, errors = True, {}
+    def _shutdown(self, timeout: float, *, report: bool) -> None:
+        """Close the envs (one stuck in a call that timed out when that call returns), stop
+        the threads and the loop; ``report``: warn about envs too slow, raise their errors."""
+        self.closed = True
         present = [i for i, e in enumerate(self.envs) if e is not None]
-        # Envs still inside a call that timed out are closed when it returns, in the
-        # background, instead of being waited for.
         stuck = [i for i in present if not self._is_async[i] and self._locks[i].locked()]
         for i in stuck:
             threading.Thread(target=_close_quietly, args=(self.envs[i], self._locks[i]),
                              daemon=True).start()
-        if now := [i for i in present if i not in stuck]:
-            batch = _run.Batch(methodcaller("close"), self.envs, [()] * self.num_envs, now,
-                               self._is_async, self._locks, self._pool, self._loop)
-            if not batch.wait(timeout) and warn:
-                warnings.warn(f"{type(self).__name__}.close(): envs "
-                              f"{_listed(np.asarray(batch.stop()))} did not close within "
-                              f"{timeout:g} s; abandoning them", RuntimeWarning, stacklevel=3)
-            errors = dict(batch.errors)
+        batch = _run.Batch(methodcaller("close"), self.envs, [()] * self.num_envs,
+                           [i for i in present if i not in stuck], self._is_async, self._locks,
+                           self._pool, self._loop)
+        if not batch.wait(timeout) and (late := batch.stop()) and report:
+            warnings.warn(f"{type(self).__name__}.close(): envs {_listed(np.asarray(late))} did "
+                          f"not close within {timeout:g} s; abandoning them", RuntimeWarning,
+                          stacklevel=3)
         self._pool.shutdown()
         if self._event_loop is not None:
             self._event_loop.call_soon_threadsafe(self._event_loop.stop)
-        if errors and raise_errors:
-            raise SubEnvError.of("close", errors)
+        if batch.errors and report:
+            raise SubEnvError("close", batch.errors)
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):
             try:  # at interpreter exit no thread can start: just let the idle ones go
                 self._pool.shutdown() if sys.is_finalizing() else self._shutdown(
-                    0.01, raise_errors=False, warn=False)
+                    0.01, report=False)
             except Exception:  # noqa: BLE001 - never raise from a finalizer
                 pass
 
     def __repr__(self) -> str:
-        envs = getattr(self, "envs", None)
-        env_id = getattr(getattr(envs[0], "spec", None), "id", None) if envs else None
+        env_id = getattr(getattr(getattr(self, "envs", [None])[0], "spec", None), "id", None)
         return (f"{type(self).__name__}({f'{env_id}, ' if env_id else ''}num_envs="
                 f"{getattr(self, 'num_envs', '?')}, executor={getattr(self, 'executor', '?')!r})")
 
@@ -518,12 +446,12 @@ def _apply(env: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _call(env: Any, name: str, args: tuple, kwargs: dict) -> Any:
-    attr = getattr(env, "get_wrapper_attr", lambda name: getattr(env, name))(name)
+    attr = env.get_wrapper_attr(name)
     return attr(*args, **kwargs) if callable(attr) else attr
 
 
 def _set_attr(env: Any, name: str, value: Any) -> None:
-    getattr(env, "set_wrapper_attr", lambda name, value: setattr(env, name, value))(name, value)
+    env.set_wrapper_attr(name, value)
 
 
 def _close_quietly(env: Any, lock: Any = None) -> None:
@@ -541,18 +469,17 @@ def _check_actions(space: spaces.Space, value: Any, where: str = "actions") -> N
     if isinstance(space, spaces.Dict):
         if not isinstance(value, Mapping) or set(value) != set(space.spaces):
             raise ValueError(f"`{where}` must be a dict with keys {sorted(space.spaces)}")
-        items: Any = space.spaces.items()
+        for key, sub in space.spaces.items():
+            _check_actions(sub, value[key], f"{where}[{key!r}]")
     elif isinstance(space, spaces.Tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
             raise ValueError(f"`{where}` must be a tuple of {len(space.spaces)} components")
-        items = enumerate(space.spaces)
-    else:
+        for k, sub in enumerate(space.spaces):
+            _check_actions(sub, value[k], f"{where}[{k}]")
+    elif space.shape is not None:
         try:
             shape: Any = np.shape(value)
         except ValueError:  # ragged nested lists
             shape = "ragged"
-        if space.shape is not None and shape != space.shape:
+        if shape != space.shape:
             raise ValueError(f"`{where}` must have shape {space.shape}, got shape {shape}")
-        return
-    for k, s in items:
-        _check_actions(s, value[k], f"{where}[{k!r}]")
