@@ -99,8 +99,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         self.envs: list[Any] = [None] * n
         self._is_async = [False] * n
         self._autoreset = np.zeros(n, dtype=np.bool_)  # episode over: reset on next step
-        self._reset_done = np.zeros(n, dtype=np.bool_)  # reset at least once
-        self._broken = np.ones(n, dtype=np.bool_)  # must be reset: never reset, or failed
+        self._never = set(range(n))  # never reset
+        self._broken = set(range(n))  # must be reset: never reset, or failed
         self.closed = False
         try:
             self._drive(self._make_envs(env_fns))
@@ -164,9 +164,10 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         """:meth:`parallel` for code running in an event loop."""
         return await self._drive(self._parallel(fn, per_env_args, timeout), awaiting=True)
 
-    #: The sub-envs' ``np_random_seed`` and ``np_random``.
     np_random_seed = property(lambda self: self.get_attr("np_random_seed"))
+    """The sub-envs' ``np_random_seed``."""
     np_random = property(lambda self: self.get_attr("np_random"))
+    """The sub-envs' ``np_random``."""
 
     def close(self, *, timeout: float | None = None, **kwargs: Any) -> None:
         """Close the sub-envs concurrently and stop the threads; never hangs: envs stuck in a
@@ -236,7 +237,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         except BaseException:  # Ctrl-C or cancelled: the caller gets none of the results
             batch.stop()
             if method in ("step", "reset"):
-                self._broken[batch.idx] = True
+                self._broken.update(batch.idx)
             raise
         if not done:
             batch.timed_out = (t, batch.stop())  # type: ignore[assignment]
@@ -328,22 +329,22 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         infos: dict[str, Any] = {}
         for i in ok:
             infos = self._add_info(infos, batch.results[i][1], i)
-        self._broken[idx] = True  # until they prove otherwise
-        self._autoreset[ok] = self._broken[ok] = False
-        self._reset_done[ok] = True
+        self._broken.update(idx)  # until they prove otherwise
+        self._broken -= set(ok)
+        self._never -= set(ok)
+        self._autoreset[ok] = False
         batch.check("reset", bad)
         return self._obs_out(), infos
 
     async def _step(self, actions: Any, timeout: float | None):
         n, mode = self.num_envs, self.autoreset_mode
-        if self._broken.any():
-            never = np.flatnonzero(~self._reset_done)
-            if len(never):
+        if self._broken:
+            if self._never:
                 raise core.StepBeforeResetError(
-                    "step() called before reset(): call reset() first" if len(never) == n else
-                    f"step() called before envs {_listed(never)} were ever reset: call reset() "
-                    "first")
-            raise ResetNeeded(f"envs {_listed(np.flatnonzero(self._broken))} failed or timed "
+                    "step() called before reset(): call reset() first" if len(self._never) == n
+                    else f"step() called before envs {_listed(np.array(sorted(self._never)))} "
+                    "were ever reset: call reset() first")
+            raise ResetNeeded(f"envs {_listed(np.array(sorted(self._broken)))} failed or timed "
                               "out in their last step/reset: reset them (reset(), or reset("
                               "options={'reset_mask': mask})) before stepping again")
         _check_actions(self.action_space, actions)
@@ -357,10 +358,11 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         for i in idx:
             if i in batch.results:
                 new_obs[i], rewards[i], terminations[i], truncations[i], info = batch.results[i]
-                infos = self._add_info(infos, info, i)
+                if info:
+                    infos = self._add_info(infos, info, i)
         bad = self._store_obs(new_obs)
         if bad or len(new_obs) < len(idx):
-            self._broken[[i for i in idx if i not in new_obs or i in bad]] = True
+            self._broken.update(i for i in idx if i not in new_obs or i in bad)
         done = terminations | truncations
         if mode is _DISABLED:  # finished envs wait for a reset (failed ones are broken)
             self._autoreset |= done
