@@ -252,7 +252,8 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
     async def _parallel(self, fn: Any, per_env_args: Any, timeout: float | None) -> list[Any]:
         if not callable(fn):
             raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
-        if per_env_args is not None and len(per_env_args) != self.num_envs:
+        if per_env_args is not None and (not hasattr(per_env_args, "__len__")
+                                         or len(per_env_args) != self.num_envs):
             raise ValueError(f"`per_env_args` must be a sequence with one entry per env "
                              f"(num_envs={self.num_envs})")
         args = [(fn,)] if per_env_args is None else [(fn, a) for a in per_env_args]
