@@ -66,7 +66,8 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     Tested step by step against the ``minatar`` package (``tests/test_minatar_parity.py``).
 
     Each step applies, in MinAtar's order: :func:`~batchenv.envs.minatar._base.sticky_actions`,
-    :func:`move_paddle`, :func:`move_ball` (walls, bricks, the bottom row).
+    :func:`move_paddle`, :func:`move_ball` (walls, bricks, and :func:`catch_ball` at the
+    bottom row).
 
     ## Action Space
 
@@ -190,7 +191,6 @@ def move_ball(s: BreakoutState, wall_base: np.ndarray, reward: np.ndarray,
     np.maximum(new_x, _ZERO, out=new_x)
     np.minimum(new_x, _NINE, out=new_x)
     top = new_y < 0
-    reflect(s.ball_dy, top)
     # top: the ball stays in row 0, which never holds bricks, so the brick test below is
     # False there as in MinAtar's elif; beyond row 9 only a finished game moves (clamped)
     np.maximum(new_y, _ZERO, out=new_y)
@@ -202,25 +202,35 @@ def move_ball(s: BreakoutState, wall_base: np.ndarray, reward: np.ndarray,
     if hit.any():
         rows = hit.nonzero()[0]
         s.bricks.reshape(-1)[wall_row[rows]] ^= BIT[new_x[rows]]
-        new_y[rows] = s.last_y[rows]
-        s.ball_dy[rows] *= -1
-    bottom = new_y == _BOTTOM
-    terminated.fill(False)
-    if bottom.any():
-        rows = bottom.nonzero()[0]
-        wall = s.bricks[rows]
-        cleared = rows[(wall[:, 0] | wall[:, 1] | wall[:, 2]) == _NO_BIT]
-        s.bricks[cleared] = _FULL_ROW  # a new wall when the ball reaches the bottom
-        pos = s.pos[rows]
-        middle = s.last_x[rows] == pos
-        corner = ~middle & (new_x[rows] == pos)
-        caught = middle | corner
-        s.ball_dy[rows[caught]] *= -1  # back up, and on the corner back the way it came
-        s.ball_dx[rows[corner]] *= -1
-        new_y[rows[caught]] = s.last_y[rows[caught]]
-        terminated[rows[~caught]] = True
+    bottom = new_y == _BOTTOM  # (no brick is ever in the bottom row: MinAtar's elif)
+    caught = catch_ball(s, bottom, new_x, terminated)
+    back = hit | caught  # the ball goes back to its row, and up (or down, off a brick)
+    reflect(s.ball_dy, top | back)
+    np.copyto(new_y, s.last_y, where=back)
     s.ball_x[:] = new_x
     s.ball_y[:] = new_y
+
+
+def catch_ball(s: BreakoutState, bottom: np.ndarray, new_x: np.ndarray,
+               terminated: np.ndarray) -> np.ndarray:
+    """A ball reaching the bottom row (``bottom``) first brings a new wall if every brick
+    is broken; then the paddle catches it if it stood in the ball's column before the
+    move (its middle) or after it (its corner, which also sends the ball back the way it
+    came: the column direction flips here); else the episode ends (``terminated``).
+    Returns where the paddle caught the ball."""
+    empty = (s.bricks[:, 0] | s.bricks[:, 1] | s.bricks[:, 2]) == _NO_BIT
+    empty &= bottom
+    if empty.any():
+        s.bricks[empty] = _FULL_ROW
+    middle = s.last_x == s.pos
+    middle &= bottom
+    corner = new_x == s.pos
+    corner &= bottom
+    corner &= ~middle
+    reflect(s.ball_dx, corner)
+    caught = middle | corner
+    np.not_equal(bottom, caught, out=terminated)  # at the bottom and not caught
+    return caught
 
 
 def brick_at(bricks: np.ndarray, wall_base: np.ndarray, y: np.ndarray, x: np.ndarray
