@@ -234,6 +234,14 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         return rows, rng.at(rows).draws(count)
 
     @staticmethod
+    def return_draws(s: State, rows: np.ndarray, count: int) -> None:
+        """Give back the last ``count`` words drawn by ``rows`` (their streams step back):
+        for a draw the reference makes on a further condition, drawn with the others
+        (one call instead of two) and returned where the condition fails."""
+        if len(rows):
+            s.rng_counter[rows] -= np.uint64(count)
+
+    @staticmethod
     def discarded_rows(s: State) -> np.ndarray | None:
         """The rows whose step result is discarded (None if none): envs awaiting a reset,
         which NEXT_STEP resets right after the kernel (DISABLED restores them whole)."""

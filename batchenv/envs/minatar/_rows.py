@@ -93,11 +93,11 @@ class RowCanvas:
     row: ``(width, channels)`` bools) and every other row is empty.
 
     :meth:`draw` takes this step's codes ``(num_envs, len(rows))``, redraws the rows whose
-    code changed since the last call (all of them the first time) and copies the canvas
-    into ``out``; the caller then paints the pieces that move every step. Since the canvas
-    remembers the code of every row it drew, it is right for any state it is given, however
-    that state was reached (steps, resets, ``set_state``). A batch of another size (the
-    final observations of a SAME_STEP reset, rendering) is drawn afresh, without a canvas.
+    code changed since the last call and copies the canvas into ``out``; the caller then
+    paints the pieces that move every step. Since the canvas remembers the code of every
+    row it drew, it is right for any state it is given, however that state was reached
+    (steps, resets, ``set_state``). A batch of another size (the final observations of a
+    SAME_STEP reset, rendering) is drawn afresh, without a canvas.
     """
 
     def __init__(self, num_envs: int, rows: tuple[int, ...], images: np.ndarray,
@@ -109,17 +109,18 @@ class RowCanvas:
         self.num_envs, self.rows, self.board = num_envs, tuple(rows), board
         self._row_index = np.array(rows, dtype=np.intp)
         row_bytes = width * channels
+        flat_images = np.ascontiguousarray(images, dtype=bool).reshape(len(images), row_bytes)
         # a row as one raw element (numpy copies those fastest in fancy indexing)
         self._row_dtype = np.dtype((np.void, row_bytes))
-        self._images = np.ascontiguousarray(images, dtype=bool).reshape(
-            len(images), row_bytes).view(self._row_dtype).reshape(len(images))
+        self._images = flat_images.view(self._row_dtype).reshape(len(images))
         self._canvas = np.zeros((num_envs, height, width, channels), dtype=bool)
         self.__setstate__({})  # _canvas_rows: the canvas, one element per row
         # the canvas row (flat) of each (env, row) pair, flat
         self._row_of = (np.arange(num_envs, dtype=np.intp)[:, None] * height
                         + self._row_index).reshape(-1)
-        self._drawn: np.ndarray = np.full((num_envs, len(rows)), np.iinfo(code_dtype).max,
-                              dtype=code_dtype)  # no code: every row is drawn first
+        # every row starts drawn with code 0
+        self._drawn: np.ndarray = np.zeros((num_envs, len(rows)), dtype=code_dtype)
+        self._canvas_rows.reshape(-1)[self._row_of] = self._images[0]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

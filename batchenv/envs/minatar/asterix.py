@@ -178,21 +178,23 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         a = self.game_actions(s, action, self.step_draws(s, rng)[0])
         due = s.spawn_timer == 0
         if due.any():
-            rows, (side, kind) = self.event_draws(s, rng, due, 2)
-            lane_free = slot_word(s.alive) != _ALL_LANES
-            _, (choice,) = self.event_draws(s, rng, due & lane_free, 1)
-            spawn_entity(s, rows, side, kind, lane_free[rows], choice)
+            rows, (side, kind, choice) = self.event_draws(s, rng, due, 3)
+            lane_free = slot_word(s.alive[rows]) != _ALL_LANES
+            self.return_draws(s, rows[~lane_free], 1)  # no lane to choose: no third draw
+            spawn_entity(s, rows[lane_free], side[lane_free], kind[lane_free],
+                         choice[lane_free])
             np.copyto(s.spawn_timer, s.spawn_speed, where=due)
         move_player(s, a)
         lane = _LANE_BYTE.take(s.player_y)  # the player's lane, as a slot byte
+        player_x = per_slot(s.player_x)
         reward = self.reward_buffer
         terminated = self.terminated_buffer
-        gold, enemy = collide(s, lane)
+        gold, enemy = collide(s, lane, player_x)
         if move_entities(s):
             # (where nothing moved this finds nothing new: gold met before is gone, an
             # enemy met before ends the episode anyway; and a lane's one slot gives at
             # most one gold a step)
-            gold2, enemy2 = collide(s, lane)
+            gold2, enemy2 = collide(s, lane, player_x)
             gold |= gold2
             enemy |= enemy2
         np.copyto(reward, gold)
@@ -220,14 +222,14 @@ def lane_codes(s: AsterixState) -> np.ndarray:
 
 
 def spawn_entity(s: AsterixState, rows: np.ndarray, side: np.ndarray, kind: np.ndarray,
-                 lane_free: np.ndarray, choice: np.ndarray) -> None:
-    """A spawn in each env of ``rows`` (its spawn timer is 0): on the left edge moving
-    right if ``rand() < 1/2`` (``side`` words) else on the right edge, gold if ``rand() <
-    1/3`` (``kind``), in the ``randint(free lanes)``-th free lane (``choice``, one word per
-    row with a free lane, ``lane_free``); nothing where every lane is taken."""
-    right = rand_below(side[lane_free], 0.5)
-    gold = rand_below(kind[lane_free], 1 / 3)
-    rows = rows[lane_free]
+                 choice: np.ndarray) -> None:
+    """A spawn in each env of ``rows`` (its spawn timer is 0 and a lane is free): on the
+    left edge moving right if ``rand() < 1/2`` (``side`` words) else on the right edge,
+    gold if ``rand() < 1/3`` (``kind``), in the ``randint(free lanes)``-th free lane
+    (``choice``). (MinAtar draws side and kind even when every lane is taken, and then
+    spawns nothing.)"""
+    right = rand_below(side, 0.5)
+    gold = rand_below(kind, 1 / 3)
     alive = s.alive[rows]
     slot = nth_free(alive, randint(choice, 0, free_count(alive)))
     spawn(s.alive, rows, slot, {
@@ -249,11 +251,12 @@ def move_player(s: AsterixState, action: np.ndarray) -> None:
     np.minimum(s.player_y, _BOTTOM, out=s.player_y)
 
 
-def collide(s: AsterixState, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def collide(s: AsterixState, lane: np.ndarray, player_x: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
     """The entity in the player's lane (``lane``: its slot byte), if it is in the
-    player's cell: gold is picked up (its slot freed) and returned in the first mask, an
-    enemy in the second."""
-    here = s.ent_x == per_slot(s.player_x)
+    player's cell (``player_x``: the column, per slot): gold is picked up (its slot freed)
+    and returned in the first mask, an enemy in the second."""
+    here = s.ent_x == player_x
     here &= s.alive
     met = slot_word(here) & lane
     gold = met & slot_word(s.ent_gold)
