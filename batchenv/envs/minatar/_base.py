@@ -7,10 +7,10 @@ and ``minatar/gui.py``. Each game is one module with its own three kernels; this
 only rule functions they call and the plumbing they have in common.
 
 **Random words.** Every random decision of a MinAtar game is a function of one 64-bit word
-of the env's own stream (:class:`batchenv.random.BatchRandom`), drawn in fixed blocks: each
-step draws the same number of words for every row (word 0 is the sticky-action draw), each
-reset its game's number. The conversions, which ``tests/minatar_parity.py`` reimplements to
-drive the reference:
+of the env's own stream (:class:`batchenv.random.BatchRandom`): each step draws a fixed
+block of :attr:`MinAtarEnv.step_words` words for every row (word 0 is the sticky-action
+draw), then the words of the step's events (below), each reset its game's number. The
+conversions, which ``tests/minatar_parity.py`` reimplements to drive the reference:
 
 * ``rand()`` (uniform in [0, 1)) is ``(word >> 11) * 2**-53``, so ``rand() < p`` is
   ``(word >> 11) < p * 2**53``, i.e. ``word < ceil(p * 2**53) * 2**11`` (one integer
