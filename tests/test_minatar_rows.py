@@ -95,3 +95,25 @@ def test_rand_below_is_exactly_rand_less_than_p(p):
                      min(edge + 2048, 2**64 - 1), 0]
     expected = [(int(w) >> 11) * 2.0**-53 < p for w in words]
     assert rand_below(words, p).tolist() == expected
+
+
+def test_states_the_canvases_cannot_draw_are_rejected():
+    from batchenv.envs.minatar import BatchAsterix, BatchBreakout
+
+    env = BatchBreakout(4)
+    env.reset(seed=0)
+    states = env.get_state()
+    states["bricks"][2, 1] = 1 << 10
+    with pytest.raises(ValueError, match=r"beyond column 9 at env indices \[2\]"):
+        env.set_state(states)
+    states = env.get_state()
+    states["ball_dx"][3] = 0
+    with pytest.raises(ValueError, match=r"not -1 or \+1 at env indices \[3\]"):
+        env.set_state(states)
+    env = BatchAsterix(4)
+    env.reset(seed=0)
+    states = env.get_state()
+    states["alive"][1, 5], states["ent_x"][1, 5] = True, 10
+    states["alive"][2, 0], states["ent_x"][2, 0] = False, 10  # a dead slot: ignored
+    with pytest.raises(ValueError, match=r"outside columns 0-9 at env indices \[1\]"):
+        env.set_state(states)

@@ -90,7 +90,9 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     an ``alive`` mask, position, direction and kind. Each step applies, in MinAtar's
     order: sticky actions, :func:`spawn_entity` (when the spawn timer is 0, into a random
     free lane), :func:`move_player`, :func:`collide`, :func:`move_entities` (when the move
-    timer is 0) and :func:`collide` again, the timers, :func:`ramp_difficulty`.
+    timer is 0) and :func:`collide` again, the timers, :func:`ramp_difficulty`. The
+    observation keeps the lanes drawn between steps (``_rows.RowCanvas``, one code per
+    lane: :func:`lane_codes`) and paints the player on.
 
     ## Action Space
 
@@ -157,6 +159,11 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         super().__init__(num_envs, **kwargs)
         self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
                                 (GRID, GRID, _CHANNELS))
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Live entities on the board (columns 0-9)."""
+        x = states["ent_x"]
+        return {"a live entity outside columns 0-9": states["alive"] & ((x < 0) | (x > 9))}
 
     def reset_envs(self, s: AsterixState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)

@@ -67,7 +67,8 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
 
     Each step applies, in MinAtar's order: :func:`~batchenv.envs.minatar._base.sticky_actions`,
     :func:`move_paddle`, :func:`move_ball` (walls, bricks, and :func:`catch_ball` at the
-    bottom row).
+    bottom row). The bricks are row masks (bit x of a wall row is column x) and stay drawn
+    between steps (``_rows.RowCanvas``); the ball, its trail and the paddle are painted on.
 
     ## Action Space
 
@@ -133,6 +134,12 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
         self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
                                (GRID, GRID, _CHANNELS), np.uint16)
         self._wall_base = np.arange(self.num_envs, dtype=np.intp) * len(WALL_ROWS)
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Bricks only in columns 0-9 (10-bit masks), the ball moving diagonally."""
+        return {"bricks with bits beyond column 9": states["bricks"] >= 1 << ROW_BITS,
+                "ball_dx or ball_dy not -1 or +1": (np.abs(states["ball_dx"]) != 1)
+                | (np.abs(states["ball_dy"]) != 1)}
 
     def reset_envs(self, s: BreakoutState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
