@@ -117,3 +117,17 @@ def test_states_the_canvases_cannot_draw_are_rejected():
     states["alive"][2, 0], states["ent_x"][2, 0] = False, 10  # a dead slot: ignored
     with pytest.raises(ValueError, match=r"outside columns 0-9 at env indices \[1\]"):
         env.set_state(states)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 1.0])
+def test_set_bits_and_set_cells_list_every_set_cell_once(density):
+    from batchenv.envs.minatar._rows import set_bits, set_cells
+
+    cells = np.random.default_rng(7).random((300, 10, 10)) < density
+    masks = (cells * (1 << np.arange(10))).sum(axis=2).astype(np.uint16)
+    expected = sorted(zip(*(a.tolist() for a in cells.nonzero())))
+    env, row, column = set_bits(masks)
+    assert sorted(zip(env.tolist(), row.tolist(), column.tolist())) == expected
+    pair, column = set_cells(masks)
+    assert sorted(zip((pair // 10).tolist(), (pair % 10).tolist(), column.tolist())) \
+        == expected

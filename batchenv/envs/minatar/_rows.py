@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["ROW_BITS", "BIT", "POPCOUNT", "RowCells", "RowCanvas", "per_slot", "set_bits",
-           "slot_word"]
+           "set_cells", "slot_word"]
 
 ROW_BITS = 10  # cells in a row
 BIT = (1 << np.arange(ROW_BITS)).astype(np.uint16)  # the mask of column x
@@ -32,6 +32,9 @@ _IS_SET = _CELLS.astype(bool)
 _LOW = np.ascontiguousarray(_CELLS[:, :8]).view(np.uint64).ravel()
 _HIGH = np.ascontiguousarray(_CELLS[:, 8:]).view(np.uint16).ravel()
 _ROW = np.dtype([("low", np.uint64), ("high", np.uint16)])  # packed: 10 bytes, one row
+#: The column of the lowest set bit of each nonzero 10-bit mask (0 for 0).
+_LOWEST_BIT = np.array([(m & -m).bit_length() - 1 if m else 0 for m in range(1 << ROW_BITS)],
+                       dtype=np.intp)
 
 
 class RowCells:
@@ -57,14 +60,34 @@ class RowCells:
 
 
 def set_bits(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The set cells of row masks ``(n, rows)``, as ``(env, row, column)`` index arrays: for
-    sparse boards (bullets), where painting a few cells beats unpacking every row."""
-    flat = masks.reshape(-1)
-    pairs = np.not_equal(flat, 0).nonzero()[0]  # (bool arrays have numpy's fast nonzero)
-    bits = _IS_SET.take(flat[pairs].astype(np.intp), axis=0).reshape(-1).nonzero()[0]
-    which, column = np.divmod(bits, ROW_BITS)
-    env, row = np.divmod(pairs[which], masks.shape[1])
+    """The set cells of row masks ``(n, rows)``, as ``(env, row, column)`` index arrays (in
+    no particular order): for sparse boards (bullets), where painting a few cells beats
+    unpacking every row."""
+    pair, column = set_cells(masks)
+    env, row = np.divmod(pair, masks.shape[1])
     return env, row, column
+
+
+def set_cells(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The set cells of row masks ``(n, rows)`` as ``(pair, column)``: ``pair`` the flat
+    index of the row in ``masks.reshape(-1)`` (``env * rows + row``), in no particular
+    order. A row gives its lowest set bit per round (a table look-up), then drops it: as
+    many rounds as the fullest row has bits, each on the rows still holding some."""
+    flat = masks.reshape(-1)
+    pair = np.not_equal(flat, 0).nonzero()[0]  # (bool arrays have numpy's fast nonzero)
+    bits = flat[pair].astype(np.intp)
+    pairs, columns = [], []
+    while len(pair):
+        pairs.append(pair)
+        columns.append(_LOWEST_BIT.take(bits))
+        bits &= bits - 1  # drop the lowest set bit
+        more = bits != 0
+        pair, bits = pair[more], bits[more]
+    if len(pairs) == 1:
+        return pairs[0], columns[0]
+    if not pairs:
+        return pair, pair.copy()
+    return np.concatenate(pairs), np.concatenate(columns)
 
 
 _SPLAT = np.array(0x0101010101010101, dtype=np.uint64)

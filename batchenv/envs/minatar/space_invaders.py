@@ -15,7 +15,7 @@ from batchenv.envs.minatar._base import (
     MinAtarEnv,
     MinAtarState,
 )
-from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells, set_bits
+from batchenv.envs.minatar._rows import BIT, POPCOUNT, ROW_BITS, RowCanvas, set_cells
 from batchenv.random import BatchRandom
 from batchenv.state import Field
 
@@ -36,8 +36,7 @@ _FULL_ROW = np.uint16((1 << GRID) - 1)
 _LEFT_EDGE, _RIGHT_EDGE = _BIT[0], _BIT[GRID - 1]
 _BOTTOM = GRID - 1  # the cannon's row
 _POPCOUNT = POPCOUNT
-_HIGH_BYTE = np.uint16(1 << 8)
-_HEADING_BYTE = np.array([1, 1 << 8], dtype=np.uint16)  # alien_left, alien_right
+_CHANNELS = 6
 _COLUMNS = np.arange(GRID, dtype=np.int16)
 _CANNON_DX = np.zeros(6, dtype=np.int8)
 _CANNON_DX[LEFT], _CANNON_DX[RIGHT] = -1, 1
@@ -82,7 +81,9 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
 
     The state keeps the three 10 x 10 boards (aliens, the cannon's bullets, the aliens'
     bullets) as ten 10-bit row masks each (bit x of row y is cell (y, x)): marching and
-    bullets are shifts, hits are ANDs, counts a popcount table.
+    bullets are shifts, hits are ANDs, counts a popcount table. The observation keeps the
+    aliens drawn between steps (``_rows.RowCanvas``, a row's code: its mask and the
+    block's heading) and paints the cannon and the bullets on.
 
     ## Action Space
 
@@ -156,7 +157,8 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._scratch: dict[int, _Scratch] = {}
+        self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
+                                       (GRID, GRID, _CHANNELS), np.uint16)
 
     def reset_envs(self, s: SpaceInvadersState, rng: BatchRandom) -> None:
         s.pos[:] = CANNON_START
@@ -189,39 +191,39 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
         return reward, terminated
 
     def observe(self, s: SpaceInvadersState, out: np.ndarray) -> None:
-        # The aliens' channels go in pairs, one uint16 per cell and pair (little-endian: the
-        # first channel in the low byte): (cannon, alien), (alien_left, alien_right); each
-        # pair is then one copy into the interleaved observation (cells are 0/1 bytes, so
-        # times 256 moves one to the high byte). Bullets are few: painted cell by cell.
+        # the aliens, redrawn where their rows changed; then the cannon and the bullets
+        # (few: painted cell by cell)
+        self._alien_canvas.draw(out, alien_codes(s))
         n = len(s)
-        scratch = self._scratch.get(n)
-        if scratch is None:
-            self._scratch.clear()
-            scratch = self._scratch[n] = _Scratch(n)
-        out.fill(False)  # (a memset: cheaper than clearing the bullets' pair alone)
-        pairs = out.view(np.uint16)  # (n, 10, 10, 3)
-        pair = scratch.pair
-        aliens = scratch.aliens(s.aliens)
-        np.multiply(aliens, _HIGH_BYTE, out=pair)
-        np.copyto(pairs[..., 0], pair)
-        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None],
-                    out=pair)
-        np.copyto(pairs[..., 1], pair)
         grid = self.grid(n)
         cells = [grid.cells(np.full(n, _BOTTOM, dtype=np.int8), s.pos, 0)]  # the cannon
         for board, channel in ((s.f_bullets, 4), (s.e_bullets, 5)):
-            env, row, column = set_bits(board)
-            cells.append(grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
-                         + channel)
+            pair, column = set_cells(board)  # pair: env * 10 + row, a board row's index
+            cells.append(pair * grid.y_stride + (column * grid.x_stride + channel))
         out.reshape(-1)[np.concatenate(cells)] = True
 
 
-class _Scratch:
-    """Observation buffers for ``n`` envs (see :mod:`batchenv.envs.minatar._rows`)."""
+def _alien_rows() -> np.ndarray:
+    """The image of a board row for each code ``mask + 1024 * right`` (a row of aliens and
+    the block's heading): the aliens of the 10-bit mask in channel 1 (``alien``) and in
+    channel 2 (``alien_left``) or, marching right, 3 (``alien_right``)."""
+    code = np.arange(2 << ROW_BITS)
+    on = ((code[:, None] >> np.arange(GRID)) & 1).astype(bool)
+    images = np.zeros((len(code), GRID, _CHANNELS), dtype=bool)
+    images[..., 1] = on
+    images[..., 2] = on & (code < 1 << ROW_BITS)[:, None]
+    images[..., 3] = on & (code >= 1 << ROW_BITS)[:, None]
+    return images
 
-    def __init__(self, n: int) -> None:
-        self.aliens = RowCells((n, GRID))
-        self.pair = np.empty((n, GRID, GRID), dtype=np.uint16)
+
+def alien_codes(s: SpaceInvadersState) -> np.ndarray:
+    """Each board row's code for :func:`_alien_rows`: its alien mask, plus 1024 when the
+    block marches right."""
+    right = (s.alien_dir > 0).astype(np.uint16)
+    right <<= ROW_BITS
+    code = right.repeat(GRID).reshape(len(s), GRID)  # (a real array: see _rows.per_slot)
+    code |= s.aliens
+    return code
 
 
 def resolve_action(s: SpaceInvadersState, a: np.ndarray) -> np.ndarray:
