@@ -18,8 +18,12 @@ from that function during this ``act``/``reset``), looked up in the game's table
 does not list fails the test, and so does a word used twice.
 
 The reference's conditional draws (a spawn only when a timer runs out, new car speeds only
-on a crossing) map to words our env draws every step whether it uses them or not, so a
-row's stream never depends on its own events, nor on other rows.
+on a crossing) map to words our env draws either every step, used or not (the game's
+``step_words``), or only on the event (``MinAtarEnv.event_draws``): the words a step
+drew are those between the env's counter before the step and after it, and the
+reference may use no word beyond them (and, for a game with ``exact_draws``, must use
+every one of them). Either way a row's stream never depends on other
+rows.
 
 In NEXT_STEP auto-reset (the default) the step after a terminal step resets the env; that
 step's result is discarded and so are its words (``MinAtarEnv.step_draws`` gives them back),
@@ -114,6 +118,8 @@ class Game:
     step_table: dict[Site, int]
     reset_table: dict[Site, int]
     extra: Callable[[Environment], int] | None = None  # a statistic of the reference (ramp)
+    #: our env draws exactly the words the reference uses (no word drawn and left unused)
+    exact_draws: bool = False
 
 
 @dataclass
@@ -139,7 +145,7 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
     for ref in refs:
         ref.random = stand
         ref.env.random = stand
-    k_step, k_reset = env.step_words, env.reset_words
+    k_reset = env.reset_words
     action_set = [int(a) for a in env.action_set]
     obs, _ = env.reset(seed=seed)
     st = env.get_state()
@@ -155,11 +161,13 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
         st = env.get_state()
         actions = policy(obs, rng)
         obs, reward, terminated, truncated, _ = env.step(actions)
+        drawn = env.get_state()["rng_counter"] - st["rng_counter"]  # this step's words
         ref_reward = np.zeros(n)
         ref_done = np.zeros(n, dtype=bool)
         for i, ref in enumerate(refs):
             key, counter = int(st["rng_key"][i]), int(st["rng_counter"][i])
             if st["awaiting_reset"][i]:
+                assert drawn[i] == k_reset, f"env {i} drew {drawn[i]} words to reset"
                 stand.load(game.reset_table, key, counter, k_reset)
                 ref.reset()
                 out.lengths.append(int(length[i]))
@@ -167,13 +175,16 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
                 length[i] = 0
                 ret[i] = 0
             else:
-                stand.load(game.step_table, key, counter, k_step)
+                stand.load(game.step_table, key, counter, int(drawn[i]))
                 a = action_set[int(actions[i])]
                 r, d = ref.act(a)
                 out.sticky_repeats += ref.last_action != a
                 ref_reward[i], ref_done[i] = r, d
                 length[i] += 1
                 ret[i] += r
+            if game.exact_draws and len(stand.used) != stand.count:
+                raise AssertionError(f"env {i} at step {t}: we drew {stand.count} words, the "
+                                     f"reference used {sorted(stand.used)}")
             ref_obs[i] = ref.state()
             if game.extra is not None:
                 out.extra_max = max(out.extra_max, game.extra(ref))

@@ -8,10 +8,10 @@ import pytest
 from batchenv.entities import Grid, first_free, free_count, nth_free, spawn
 
 
-@pytest.fixture
-def alive():
+@pytest.fixture(params=[8, 5, 13])  # 8 slots take the bit-table path, others the general
+def alive(request):
     rng = np.random.default_rng(0)
-    a = rng.random((500, 8)) < rng.random((500, 1))  # from empty to full rows
+    a = rng.random((500, request.param)) < rng.random((500, 1))  # from empty to full rows
     a[0], a[1] = True, False
     return a
 
@@ -19,7 +19,7 @@ def alive():
 def test_first_free_is_the_lowest_dead_slot(alive):
     slot, has_free = first_free(alive)
     for i, row in enumerate(alive):
-        free = [s for s in range(8) if not row[s]]
+        free = [s for s in range(len(row)) if not row[s]]
         assert has_free[i] == bool(free)
         if free:
             assert slot[i] == free[0]
@@ -35,6 +35,8 @@ def test_free_count_and_nth_free_match_minatars_slot_options(alive):
         assert counts[i] == len(options)
         if options:
             assert slots[i] == options[j[i]]
+    beyond = nth_free(alive, counts + np.arange(len(alive)) % 3)  # no such free slot
+    assert (beyond == alive.shape[1]).all()
 
 
 def test_spawn_writes_only_the_given_slots(alive):

@@ -16,12 +16,13 @@ STICKY = ("environment.py", "act", "rand", 0)  # Environment.act's sticky draw: 
 
 CARS = ("freeway.py", "_randomize_cars")
 FREEWAY = Game("freeway", {STICKY: 0, (*CARS, "randint", 0): 1, (*CARS, "rand", 0): 9},
-               {(*CARS, "randint", 0): 0, (*CARS, "rand", 0): 8})
+               {(*CARS, "randint", 0): 0, (*CARS, "rand", 0): 8}, exact_draws=True)
 SPAWN = ("asterix.py", "_spawn_entity")
 ASTERIX = Game("asterix", {STICKY: 0, (*SPAWN, "rand", 0): 1, (*SPAWN, "rand", 1): 2,
                            (*SPAWN, "randint", 0): 3}, {},
-               extra=lambda ref: ref.env.ramp_index)
-BREAKOUT = Game("breakout", {STICKY: 0}, {("breakout.py", "reset", "randint", 0): 0})
+               extra=lambda ref: ref.env.ramp_index, exact_draws=True)
+BREAKOUT = Game("breakout", {STICKY: 0}, {("breakout.py", "reset", "randint", 0): 0},
+                exact_draws=True)
 
 
 def breakout_tracker(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:

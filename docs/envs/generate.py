@@ -130,8 +130,9 @@ def minatar_page(cls: type) -> str:
         lines.append(f"| `{name}` | {cls.state_dtype[name]} |")
     for name, dtype in BASE_FIELDS:
         lines.append(f"| `{name}` (base class) | {np.dtype(dtype)} |")
-    lines += ["", f"Random words per env: {cls.step_words} per step, {cls.reset_words} per "
-              "reset."]
+    events = getattr(cls, "event_words", "")
+    lines += ["", f"Random words per env: {cls.step_words} per step"
+              f"{f' ({events})' if events else ''}, {cls.reset_words} per reset."]
     return "\n".join(lines) + "\n"
 
 

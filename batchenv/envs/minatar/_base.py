@@ -7,20 +7,26 @@ and ``minatar/gui.py``. Each game is one module with its own three kernels; this
 only rule functions they call and the plumbing they have in common.
 
 **Random words.** Every random decision of a MinAtar game is a function of one 64-bit word
-of the env's own stream (:class:`batchenv.random.BatchRandom`), drawn in fixed blocks: each
-step draws the same number of words for every row (word 0 is the sticky-action draw), each
-reset its game's number. The conversions, which ``tests/minatar_parity.py`` reimplements to
-drive the reference:
+of the env's own stream (:class:`batchenv.random.BatchRandom`): each step draws a fixed
+block of :attr:`MinAtarEnv.step_words` words for every row (word 0 is the sticky-action
+draw), then the words of the step's events (below), each reset its game's number. The
+conversions, which ``tests/minatar_parity.py`` reimplements to drive the reference:
 
 * ``rand()`` (uniform in [0, 1)) is ``(word >> 11) * 2**-53``, so ``rand() < p`` is
-  ``(word >> 11) < p * 2**53`` (exact in float64);
+  ``(word >> 11) < p * 2**53``, i.e. ``word < ceil(p * 2**53) * 2**11`` (one integer
+  comparison: ``word >> 11`` is an integer);
 * ``randint(low, high)`` is ``low + word % (high - low)``.
+
+A draw that the reference makes only on an event (a spawn, a crossing) is made only then,
+by the rows that have the event (:meth:`MinAtarEnv.event_draws`): a row's stream depends
+on its own history only, never on other rows.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -29,9 +35,9 @@ from batchenv.core import BatchEnv
 from batchenv.entities import Grid
 from batchenv.random import BatchRandom
 from batchenv.rendering import render_tiled
-from batchenv.state import State
+from batchenv.state import Field, State
 
-__all__ = ["MinAtarEnv", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
+__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
            "minatar_palette", "rand_below", "randint", "sticky_actions"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
@@ -41,15 +47,22 @@ GRID = 10  # the 10 x 10 board of every game
 #: State columns every MinAtar game appends to its schema.
 STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
 #                                             Environment.last_action); 0 before any step
-_S11 = np.array(11, dtype=np.uint64)
-_TWO53 = float(2**53)
 
 
 # ---------------------------------------------------------------- random words
+def word_threshold(p: float) -> np.ndarray | None:
+    """The uint64 ``t`` with ``word < t`` exactly when ``rand() < p`` (``rand()`` being
+    ``(word >> 11) * 2**-53``): ``ceil(p * 2**53) * 2**11``, as ``word >> 11`` is an
+    integer and ``p * 2**53`` is exact in float64. None when ``rand() < p`` always holds
+    (``p >= 1``; 0-d array: cheaper to compare with than a numpy scalar)."""
+    limit = math.ceil(p * 2.0**53) << 11 if p > 0 else 0
+    return None if limit >= 2**64 else np.array(limit, dtype=np.uint64)
+
+
 def rand_below(words: np.ndarray, p: float) -> np.ndarray:
-    """``rand() < p`` for each word: ``(word >> 11) * 2**-53 < p``, computed exactly as
-    ``(word >> 11) < p * 2**53`` (both sides exact in float64)."""
-    return (words >> _S11) < p * _TWO53
+    """``rand() < p`` for each word, exactly (see :func:`word_threshold`)."""
+    limit = word_threshold(p)
+    return np.ones(words.shape, dtype=bool) if limit is None else words < limit
 
 
 def randint(words: np.ndarray, low: int | np.ndarray, high: int | np.ndarray) -> np.ndarray:
@@ -61,13 +74,13 @@ def randint(words: np.ndarray, low: int | np.ndarray, high: int | np.ndarray) ->
 def sticky_actions(action: np.ndarray, last_action: np.ndarray, word: np.ndarray,
                    prob: float, keep: np.ndarray | None = None) -> np.ndarray:
     """MinAtar's ``Environment.act``: ``if rand() < sticky_action_prob: a = last_action``,
-    then ``last_action = a``. Returns the applied actions and updates ``last_action`` in
-    place, except at rows ``keep`` (envs whose step is discarded: NEXT_STEP resets them,
-    and MinAtar would call ``reset``, not ``act``, there)."""
-    if prob <= 0.0:
-        applied = action
-    else:
-        applied = np.where(rand_below(word, prob), last_action, action)
+    then ``last_action = a``. Returns the applied actions (int8) and updates
+    ``last_action`` in place, except at rows ``keep`` (envs whose step is discarded:
+    NEXT_STEP resets them, and MinAtar would call ``reset``, not ``act``, there)."""
+    applied = action.astype(np.int8)  # (int8 operands all along: no casting loops below)
+    if prob > 0.0:
+        repeat = rand_below(word, prob)
+        np.copyto(applied, last_action, where=repeat)
     if keep is None:
         last_action[...] = applied
     else:
@@ -105,12 +118,23 @@ def minatar_palette(n_channels: int) -> np.ndarray:
     return np.round(colours * 255).astype(np.uint8)
 
 
+class MinAtarState(State):
+    """The field every MinAtar game's state has (a game's typed state subclasses this)."""
+
+    last_action: Field[np.int8]  # the action applied last step (MinAtar's
+    #                              Environment.last_action); 0 before any step
+
+
+S = TypeVar("S", bound=MinAtarState)
+
+
 # ---------------------------------------------------------------- the base class
-class MinAtarEnv(BatchEnv):
+class MinAtarEnv(BatchEnv[S], Generic[S]):
     """Base of the MinAtar games: spaces, sticky actions, the minimal action set and
     rendering. A game sets :attr:`game`, :attr:`channels`, :attr:`minimal_actions`,
-    :attr:`step_words`, :attr:`reset_words` and ``state_dtype`` (ending with
-    :data:`STICKY_FIELDS`), and writes ``reset_envs``, ``step_envs`` and ``observe``.
+    :attr:`step_words`, :attr:`reset_words` and its state (a :class:`MinAtarState`
+    subclass as ``state_type``, or a ``state_dtype`` ending with :data:`STICKY_FIELDS`),
+    and writes ``reset_envs``, ``step_envs`` and ``observe``.
 
     Args:
         num_envs: envs in the batch.
@@ -124,8 +148,7 @@ class MinAtarEnv(BatchEnv):
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"],
-                                          "render_fps": 10}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 10}
     observe_fills_out = True
     #: MinAtar's module name (``minatar/environments/<game>.py``).
     game: ClassVar[str]
@@ -136,6 +159,8 @@ class MinAtarEnv(BatchEnv):
     #: Random words drawn per row each step (word 0: the sticky-action draw) and per reset.
     step_words: ClassVar[int] = 1
     reset_words: ClassVar[int] = 0
+    #: The draws made only on a game's events (:meth:`event_draws`), in words, for the docs.
+    event_words: ClassVar[str] = ""
     #: One character per channel for ``ansi`` frames (a cell shows its highest channel).
     ansi_chars: ClassVar[str] = "123456789"
 
@@ -196,6 +221,26 @@ class MinAtarEnv(BatchEnv):
             s.rng_counter[discarded] -= np.uint64(self.step_words)
         return words
 
+    def event_draws(self, s: State, rng: BatchRandom, event: np.ndarray, count: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Draws the reference makes only on an event (a spawn, a crossing): ``count``
+        words, draw-major ``(count, k)``, for the ``k`` rows where ``event`` holds, except
+        rows whose step is discarded (:meth:`discarded_rows`: they draw nothing). Returns
+        ``(rows, words)``; the other rows' streams do not move. Call after
+        :meth:`step_draws`, in the reference's order of draws."""
+        if np.count_nonzero(s.awaiting_reset):
+            event = event & ~s.awaiting_reset
+        rows = event.nonzero()[0]
+        return rows, rng.at(rows).draws(count)
+
+    @staticmethod
+    def return_draws(s: State, rows: np.ndarray, count: int) -> None:
+        """Give back the last ``count`` words drawn by ``rows`` (their streams step back):
+        for a draw the reference makes on a further condition, drawn with the others
+        (one call instead of two) and returned where the condition fails."""
+        if len(rows):
+            s.rng_counter[rows] -= np.uint64(count)
+
     @staticmethod
     def discarded_rows(s: State) -> np.ndarray | None:
         """The rows whose step result is discarded (None if none): envs awaiting a reset,
@@ -203,12 +248,12 @@ class MinAtarEnv(BatchEnv):
         over = s.awaiting_reset
         return over.nonzero()[0] if np.count_nonzero(over) else None
 
-    def game_actions(self, s: State, action: np.ndarray, sticky_word: np.ndarray
+    def game_actions(self, s: MinAtarState, action: np.ndarray, sticky_word: np.ndarray
                      ) -> np.ndarray:
         """The MinAtar actions (indices into :data:`ACTIONS`) applied this step: the agent's
         actions mapped through the action set, then :func:`sticky_actions`."""
         if self.minimal_action_set:
-            action = self.action_set[action]
+            action = self.action_set.take(action)
         return sticky_actions(action, s.last_action, sticky_word, self.sticky_action_prob,
                               self.discarded_rows(s))
 
@@ -229,19 +274,19 @@ class MinAtarEnv(BatchEnv):
         return obs, info
 
     # ------------------------------------------------------------ rendering
-    def render_envs(self, s: State) -> np.ndarray | list[str]:
+    def render_envs(self, s: S) -> np.ndarray | list[str]:
         """``rgb_array``: ``(len(s), 10 * render_scale, 10 * render_scale, 3)`` uint8 frames
         in MinAtar's palette; ``ansi``: one string per env."""
         if self.render_mode == "ansi":
             return self.ansi(s)
         return self.frames(s)
 
-    def _observations(self, s: State) -> np.ndarray:
+    def _observations(self, s: S) -> np.ndarray:
         out = np.empty((len(s), GRID, GRID, len(self.channels)), dtype=bool)
         self.observe(s, out)
         return out
 
-    def labels(self, s: State | None = None) -> np.ndarray:
+    def labels(self, s: S | None = None) -> np.ndarray:
         """``(len(s), 10, 10)`` cell labels: 0 empty, else 1 + the highest set channel
         (MinAtar's ``numerical_state``)."""
         s = self.state if s is None else s
@@ -249,13 +294,13 @@ class MinAtarEnv(BatchEnv):
         weights = np.arange(1, len(self.channels) + 1, dtype=np.uint8)
         return (obs * weights).max(axis=-1)
 
-    def frames(self, s: State | None = None) -> np.ndarray:
+    def frames(self, s: S | None = None) -> np.ndarray:
         """RGB frames of the rows of ``s`` (default: every env) in MinAtar's palette."""
         k = self.render_scale
         img = self.palette[self.labels(s)]
         return img.repeat(k, axis=1).repeat(k, axis=2) if k > 1 else img
 
-    def ansi(self, s: State | None = None) -> list[str]:
+    def ansi(self, s: S | None = None) -> list[str]:
         """Text frames: a character per cell for its highest channel (``.`` empty) and a
         legend line."""
         chars = np.array(["."] + list(self.ansi_chars[:len(self.channels)]))[self.labels(s)]

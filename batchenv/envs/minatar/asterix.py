@@ -3,7 +3,7 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -13,54 +13,69 @@ from batchenv.envs.minatar._base import (
     GRID,
     LEFT,
     RIGHT,
-    STICKY_FIELDS,
     UP,
     MinAtarEnv,
+    MinAtarState,
     rand_below,
     randint,
 )
+from batchenv.envs.minatar._rows import RowCanvas, per_slot, slot_word
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field
 
-__all__ = ["BatchAsterix"]
+__all__ = ["BatchAsterix", "AsterixState"]
 
 RAMP_INTERVAL = 100  # asterix.py: ramp_interval (a ramp every 102 steps: 100 -> -1, then ramp)
 INIT_SPAWN_SPEED = 10  # asterix.py: init_spawn_speed, steps between spawns at the start
 INIT_MOVE_INTERVAL = 5  # asterix.py: init_move_interval, steps between entity moves
 SLOTS = 8  # one entity slot per lane; slot i is row i+1
-_DX = np.zeros(6, dtype=np.int8)
-_DY = np.zeros(6, dtype=np.int8)
-_DX[LEFT], _DX[RIGHT], _DY[UP], _DY[DOWN] = -1, 1, -1, 1
-_LOW = np.array([0, 1], dtype=np.int8)[:, None]  # the player's (x, y) bounds: x 0-9, y 1-8
-_HIGH = np.array([GRID - 1, SLOTS], dtype=np.int8)[:, None]
+LANES = tuple(range(1, SLOTS + 1))
+_CHANNELS = 4
 _START = 5  # the player's start cell (5, 5)
 _EDGE_X = np.array([GRID - 1, 0], dtype=np.int8)  # spawn column: right edge, or left if lr
-_WAY = np.array([-1, 1], dtype=np.int8)  # move per step: left, or right if lr
-_NINE = np.array(GRID - 1, dtype=np.int8)
-_LANES = tuple(range(1, SLOTS + 1))
+_ZERO, _ONE, _NINE = (np.array(v, dtype=np.int8) for v in (0, 1, GRID - 1))
+_TOP, _BOTTOM = np.array(1, dtype=np.int8), np.array(SLOTS, dtype=np.int8)  # player rows
+#: The lane of a board row as a byte mask over the 8 slots (see ``slot_word``): row r
+#: (1-8) sets byte r - 1 to 1.
+_LANE_BYTE = np.array([0, *(1 << (8 * i) for i in range(SLOTS)), 0], dtype=np.uint64)
+_ALL_LANES = np.array(sum(1 << (8 * i) for i in range(SLOTS)), dtype=np.uint64)
 
 
-def _cell_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per entity code ``x + 10 * right + 20 * gold``: the offset of its cell in its lane
-    (``x * 4 + channel``: enemy 1, gold 3), of its trail (the cell behind it, channel 2),
-    and whether that trail cell is on the board (MinAtar's ``state()``)."""
-    body, trail, shown = (np.zeros(4 * GRID, dtype=t) for t in (np.int8, np.int8, bool))
+def _lane_images() -> np.ndarray:
+    """The image of a lane (a board row, ``(10, 4)``) for each entity code: 0 an empty
+    lane, ``1 + x + 10 * right + 20 * gold`` an entity in column x (channel 1 ``enemy``
+    or 3 ``gold``) with its trail (channel 2) in the cell behind it, if that is on the
+    board (MinAtar's ``state()``)."""
+    images = np.zeros((1 + 4 * GRID, GRID, _CHANNELS), dtype=bool)
     for gold in (0, 1):
         for right in (0, 1):
             for x in range(GRID):
-                code = x + _CODES_RIGHT * right + _CODES_GOLD * gold
+                image = images[1 + x + GRID * right + 2 * GRID * gold]
+                image[x, 3 if gold else 1] = True
                 back = x - 1 if right else x + 1
-                body[code] = x * 4 + (3 if gold else 1)
-                shown[code] = 0 <= back <= GRID - 1
-                trail[code] = min(max(back, 0), GRID - 1) * 4 + 2
-    return body, trail, shown
+                if 0 <= back <= GRID - 1:
+                    image[back, 2] = True
+    return images
 
 
-_CODES_RIGHT, _CODES_GOLD = GRID, 2 * GRID
-_BODY_OFFSET, _TRAIL_OFFSET, _TRAIL_SHOWN = _cell_tables()
+class AsterixState(MinAtarState):
+    """One game per row (``BatchAsterix.state_dtype`` is made from these annotations)."""
+
+    player_x: Field[np.int8]  # column 0-9
+    player_y: Field[np.int8]  # row 1-8
+    spawn_speed: Field[np.int8]  # steps between spawns (10 down to 1 by ramping)
+    spawn_timer: Field[np.int8]  # steps until the next spawn
+    move_speed: Field[np.int8]  # steps between entity moves (5 down to 1)
+    move_timer: Field[np.int8]  # steps until entities move
+    ramp_timer: Field[np.int8]  # counts 100 down to -1, then the game speeds up
+    ramp_index: Field[np.int8]  # ramps so far (MinAtar's difficulty_ramp())
+    alive: Annotated[Field[np.bool_], (SLOTS,)]  # slot i (lane i+1) holds an entity
+    ent_x: Annotated[Field[np.int8], (SLOTS,)]  # its column
+    ent_right: Annotated[Field[np.bool_], (SLOTS,)]  # it moves right (MinAtar's lr)
+    ent_gold: Annotated[Field[np.bool_], (SLOTS,)]  # gold (else an enemy)
 
 
-class BatchAsterix(MinAtarEnv):
+class BatchAsterix(MinAtarEnv[AsterixState]):
     """## Description
 
     MinAtar's Asterix for thousands of games at once, step for step the rules of
@@ -75,7 +90,9 @@ class BatchAsterix(MinAtarEnv):
     an ``alive`` mask, position, direction and kind. Each step applies, in MinAtar's
     order: sticky actions, :func:`spawn_entity` (when the spawn timer is 0, into a random
     free lane), :func:`move_player`, :func:`collide`, :func:`move_entities` (when the move
-    timer is 0) and :func:`collide` again, the timers, :func:`ramp_difficulty`.
+    timer is 0) and :func:`collide` again, the timers, :func:`ramp_difficulty`. The
+    observation keeps the lanes drawn between steps (``_rows.RowCanvas``, one code per
+    lane: :func:`lane_codes`) and paints the player on.
 
     ## Action Space
 
@@ -108,10 +125,10 @@ class BatchAsterix(MinAtarEnv):
 
     ## Random Words
 
-    4 words per env each step: word 0 the sticky-action draw (``Environment.act``'s
-    ``rand()``), then ``_spawn_entity``'s ``rand()`` (side, word 1), ``rand()`` (gold,
-    word 2) and ``randint(len(slot_options))`` (the lane among the free ones, word 3),
-    drawn every step, used on spawn steps. None per reset.
+    Each step draws 1 word per env, the sticky-action draw (``Environment.act``'s
+    ``rand()``, word 0); a spawn step draws ``_spawn_entity``'s ``rand()`` (side, word 1)
+    and ``rand()`` (gold, word 2), and if a lane is free ``randint(len(slot_options))``
+    (the lane among the free ones, word 3). None per reset.
 
     ## Quirks of the reference, reproduced
 
@@ -132,34 +149,27 @@ class BatchAsterix(MinAtarEnv):
     game = "asterix"
     channels = ("player", "enemy", "trail", "gold")
     minimal_actions = (0, 1, 2, 3, 4)
-    step_words = 4
+    step_words = 1
     reset_words = 0
+    event_words = "and 2 on a spawn step, 1 more if a lane is free"
     ansi_chars = "@X-$"
-    state_dtype = np.dtype([
-        ("player_x", np.int8),  # column 0-9
-        ("player_y", np.int8),  # row 1-8
-        ("spawn_speed", np.int8),  # steps between spawns (10 down to 1 by ramping)
-        ("spawn_timer", np.int8),  # steps until the next spawn
-        ("move_speed", np.int8),  # steps between entity moves (5 down to 1)
-        ("move_timer", np.int8),  # steps until entities move
-        ("ramp_timer", np.int8),  # counts 100 down to -1, then the game speeds up
-        ("ramp_index", np.int8),  # ramps so far (MinAtar's difficulty_ramp())
-        ("alive", np.bool_, (SLOTS,)),  # slot i (lane i+1) holds an entity
-        ("ent_x", np.int8, (SLOTS,)),  # its column
-        ("ent_right", np.bool_, (SLOTS,)),  # it moves right (MinAtar's lr)
-        ("ent_gold", np.bool_, (SLOTS,)),  # gold (else an enemy)
-        *STICKY_FIELDS,
-    ])
+    state_type = AsterixState
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._slot_base = np.arange(self.num_envs, dtype=np.intp) * SLOTS
-        self._player = np.empty((2, self.num_envs), dtype=np.int8)
+        self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
+                                (GRID, GRID, _CHANNELS))
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Live entities on the board (columns 0-9)."""
+        x = states["ent_x"]
+        return {"a live entity outside columns 0-9": states["alive"] & ((x < 0) | (x > 9))}
+
+    def reset_envs(self, s: AsterixState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: AsterixState, rows: np.ndarray | slice, rng: BatchRandom
+                   ) -> None:
         s.player_x[rows] = _START
         s.player_y[rows] = _START
         s.alive[rows] = False  # the other slot fields of a dead slot are never read
@@ -170,116 +180,123 @@ class BatchAsterix(MinAtarEnv):
         s.ramp_timer[rows] = RAMP_INTERVAL
         s.ramp_index[rows] = 0
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: AsterixState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = self.step_draws(s, rng)
-        a = self.game_actions(s, action, words[0])
-        spawn_entity(s, words)
-        move_player(s, a, self._player)
-        lane = self._slot_base[:len(s)] + (s.player_y - 1)  # the player's slot, flat
+        a = self.game_actions(s, action, self.step_draws(s, rng)[0])
+        due = s.spawn_timer == 0
+        if due.any():
+            rows, (side, kind, choice) = self.event_draws(s, rng, due, 3)
+            lane_free = slot_word(s.alive[rows]) != _ALL_LANES
+            self.return_draws(s, rows[~lane_free], 1)  # no lane to choose: no third draw
+            spawn_entity(s, rows[lane_free], side[lane_free], kind[lane_free],
+                         choice[lane_free])
+            np.copyto(s.spawn_timer, s.spawn_speed, where=due)
+        move_player(s, a)
+        lane = _LANE_BYTE.take(s.player_y)  # the player's lane, as a slot byte
+        player_x = per_slot(s.player_x)
         reward = self.reward_buffer
         terminated = self.terminated_buffer
-        gold, enemy = collide(s, lane)
-        moving = move_entities(s)
-        gold2, enemy2 = collide(s, lane)
-        gold2 &= moving
-        enemy2 &= moving
-        np.add(gold, gold2, out=reward)
-        np.logical_or(enemy, enemy2, out=terminated)
-        s.spawn_timer -= 1
-        s.move_timer -= 1
+        gold, enemy = collide(s, lane, player_x)
+        if move_entities(s):
+            # (where nothing moved this finds nothing new: gold met before is gone, an
+            # enemy met before ends the episode anyway; and a lane's one slot gives at
+            # most one gold a step)
+            gold2, enemy2 = collide(s, lane, player_x)
+            gold |= gold2
+            enemy |= enemy2
+        np.copyto(reward, gold)
+        np.copyto(terminated, enemy)
+        s.spawn_timer -= _ONE
+        s.move_timer -= _ONE
         if self.difficulty_ramping:
             ramp_difficulty(s)
         return reward, terminated
 
-    def observe(self, s: State, out: np.ndarray) -> None:
-        out.fill(False)
+    def observe(self, s: AsterixState, out: np.ndarray) -> None:
+        self._lanes.draw(out, lane_codes(s))  # the entities, redrawn where they changed
         grid = self.grid(len(s))
-        flat = out.reshape(-1)
-        flat[grid.cells(s.player_y, s.player_x, 0)] = True
-        # Slot i is alone in lane i+1, and only it writes channels 1-3 there: a dead slot
-        # writes False to its lane (a no-op), which saves selecting the live ones.
-        code = s.ent_right.view(np.int8) * np.int8(_CODES_RIGHT)
-        code += s.ent_gold.view(np.int8) * np.int8(_CODES_GOLD)
-        code += s.ent_x
-        lanes = grid.lane_base(_LANES)
-        flat[np.add(lanes, _BODY_OFFSET.take(code))] = s.alive
-        trail_shown = _TRAIL_SHOWN.take(code)
-        trail_shown &= s.alive
-        flat[np.add(lanes, _TRAIL_OFFSET.take(code))] = trail_shown
+        out.reshape(-1)[grid.cells(s.player_y, s.player_x, 0)] = True
 
 
-def spawn_entity(s: State, words: np.ndarray) -> None:
-    """Where the spawn timer is 0: a new entity, on the left edge moving right if
-    ``rand() < 1/2`` (word 1) else on the right edge, gold if ``rand() < 1/3`` (word 2),
-    in the ``randint(free lanes)``-th free lane (word 3; nothing if every lane is taken);
-    the timer restarts at the spawn speed."""
-    due = s.spawn_timer == 0
-    if not due.any():
-        return
-    rows = due.nonzero()[0]
-    right = rand_below(words[1, rows], 0.5)
-    gold = rand_below(words[2, rows], 1 / 3)
+def lane_codes(s: AsterixState) -> np.ndarray:
+    """Each lane's entity as a code of :func:`_lane_images`: 0 for an empty lane, else
+    ``1 + x + 10 * right + 20 * gold``."""
+    code = s.ent_x + _ONE
+    code += s.ent_right.view(np.int8) * np.int8(GRID)
+    code += s.ent_gold.view(np.int8) * np.int8(2 * GRID)
+    code *= s.alive.view(np.int8)
+    return code
+
+
+def spawn_entity(s: AsterixState, rows: np.ndarray, side: np.ndarray, kind: np.ndarray,
+                 choice: np.ndarray) -> None:
+    """A spawn in each env of ``rows`` (its spawn timer is 0 and a lane is free): on the
+    left edge moving right if ``rand() < 1/2`` (``side`` words) else on the right edge,
+    gold if ``rand() < 1/3`` (``kind``), in the ``randint(free lanes)``-th free lane
+    (``choice``). (MinAtar draws side and kind even when every lane is taken, and then
+    spawns nothing.)"""
+    right = rand_below(side, 0.5)
+    gold = rand_below(kind, 1 / 3)
     alive = s.alive[rows]
-    free = free_count(alive)
-    has_free = free > 0
-    j = randint(words[3, rows], 0, np.maximum(free, 1))  # randint(len(slot_options))
-    slot = nth_free(alive, j)
-    ok = has_free.nonzero()[0]
-    spawn(s.alive, rows[ok], slot[ok], {
-        "ent_x": (s.ent_x, _EDGE_X[right[ok].view(np.int8)]),
-        "ent_right": (s.ent_right, right[ok]),
-        "ent_gold": (s.ent_gold, gold[ok]),
+    slot = nth_free(alive, randint(choice, 0, free_count(alive)))
+    spawn(s.alive, rows, slot, {
+        "ent_x": (s.ent_x, _EDGE_X[right.view(np.int8)]),
+        "ent_right": (s.ent_right, right),
+        "ent_gold": (s.ent_gold, gold),
     })
-    s.spawn_timer[rows] = s.spawn_speed[rows]
 
 
-def move_player(s: State, action: np.ndarray, work: np.ndarray) -> None:
+def move_player(s: AsterixState, action: np.ndarray) -> None:
     """``l``/``r`` move one column (0-9), ``u``/``d`` one row (1-8)."""
-    work[0, :len(s)] = s.player_x
-    work[1, :len(s)] = s.player_y
-    xy = work[:, :len(s)]
-    xy[0] += _DX[action]
-    xy[1] += _DY[action]
-    np.clip(xy, _LOW, _HIGH, out=xy)
-    s.player_x[:] = xy[0]
-    s.player_y[:] = xy[1]
+    s.player_x += (action == RIGHT).view(np.int8)
+    s.player_x -= (action == LEFT).view(np.int8)
+    np.maximum(s.player_x, _ZERO, out=s.player_x)
+    np.minimum(s.player_x, _NINE, out=s.player_x)
+    s.player_y += (action == DOWN).view(np.int8)
+    s.player_y -= (action == UP).view(np.int8)
+    np.maximum(s.player_y, _TOP, out=s.player_y)
+    np.minimum(s.player_y, _BOTTOM, out=s.player_y)
 
 
-def collide(s: State, lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The entity in the player's lane, if it is in the player's cell: gold is picked up
-    (its slot freed) and returned in the first mask, an enemy in the second."""
-    met = s.alive.reshape(-1)[lane] & (s.ent_x.reshape(-1)[lane] == s.player_x)
-    gold = met & s.ent_gold.reshape(-1)[lane]
-    enemy = met & ~gold
-    if gold.any():
-        s.alive.reshape(-1)[lane[gold]] = False
-    return gold, enemy
+def collide(s: AsterixState, lane: np.ndarray, player_x: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The entity in the player's lane (``lane``: its slot byte), if it is in the
+    player's cell (``player_x``: the column, per slot): gold is picked up (its slot freed)
+    and returned in the first mask, an enemy in the second."""
+    here = s.ent_x == player_x
+    here &= s.alive
+    met = slot_word(here) & lane
+    gold = met & slot_word(s.ent_gold)
+    alive = slot_word(s.alive)
+    alive ^= gold  # (a view: frees the slots of the gold picked up)
+    return gold != 0, (met ^ gold) != 0
 
 
-def move_entities(s: State) -> np.ndarray:
+def move_entities(s: AsterixState) -> bool:
     """Where the move timer is 0: every entity moves one cell its way and leaves the board
-    past an edge; the timer restarts at the move speed. Returns where they moved."""
+    past an edge; the timer restarts at the move speed. Returns whether any env moved."""
     moving = s.move_timer == 0
     if not moving.any():
-        return moving
-    step = _WAY[s.ent_right.view(np.int8)]
-    step *= s.alive
-    step *= moving[:, None]
+        return False
+    step = s.ent_right.view(np.int8) * np.int8(2)  # +1 right, -1 left
+    step -= _ONE
+    step *= s.alive.view(np.int8)
+    step *= per_slot(moving).view(np.int8)
     s.ent_x += step
-    gone = (s.ent_x < 0) | (s.ent_x > _NINE)
-    s.alive &= ~gone
-    np.clip(s.ent_x, 0, _NINE, out=s.ent_x)  # a dead slot's column is never read
+    inside = s.ent_x >= _ZERO
+    inside &= s.ent_x <= _NINE
+    s.alive &= inside
     np.copyto(s.move_timer, s.move_speed, where=moving)
-    return moving
+    return True
 
 
-def ramp_difficulty(s: State) -> None:
+def ramp_difficulty(s: AsterixState) -> None:
     """While spawns or moves can still speed up: the ramp timer counts down to -1; then the
     spawn interval drops by one (to 1 at least), the move interval too on odd ramps, and
     the timer restarts at 100."""
-    active = (s.spawn_speed > 1) | (s.move_speed > 1)
-    ramp = active & (s.ramp_timer < 0)
+    active = (s.spawn_speed > _ONE) | (s.move_speed > _ONE)
+    ramp = s.ramp_timer < _ZERO
+    ramp &= active
     s.ramp_timer -= active & ~ramp
     if ramp.any():
         rows = ramp.nonzero()[0]

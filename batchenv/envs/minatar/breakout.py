@@ -3,7 +3,7 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -11,39 +11,50 @@ from batchenv.envs.minatar._base import (
     GRID,
     LEFT,
     RIGHT,
-    STICKY_FIELDS,
     MinAtarEnv,
+    MinAtarState,
     randint,
 )
+from batchenv.envs.minatar._rows import BIT, ROW_BITS, RowCanvas
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field
 
-__all__ = ["BatchBreakout"]
+__all__ = ["BatchBreakout", "BreakoutState"]
 
-# Ball directions (MinAtar's ball_dir): 0 up-left, 1 up-right, 2 down-right, 3 down-left
-_DX = np.array([-1, 1, 1, -1], dtype=np.int8)
-_DY = np.array([-1, -1, 1, 1], dtype=np.int8)
-_FLIP_X = np.array([1, 0, 3, 2], dtype=np.int8)  # off a side wall
-_FLIP_Y = np.array([3, 2, 1, 0], dtype=np.int8)  # off the top, a brick, the paddle's middle
-_FLIP_XY = np.array([2, 3, 0, 1], dtype=np.int8)  # off the paddle's corner
-_PADDLE_DX = np.zeros(6, dtype=np.int8)
-_PADDLE_DX[LEFT], _PADDLE_DX[RIGHT] = -1, 1
-_BALL_STARTS = np.array([[0, 2], [9, 3]], dtype=np.int8)  # (ball_x, ball_dir) per coin
 _BALL_START_Y = 3
 _PADDLE_START = 4
-_BRICK_ROWS = slice(1, 4)  # three rows of bricks
-_WALL_ROWS = 4  # the state keeps rows 0-3 of MinAtar's brick_map: no brick is ever lower
-_CHANNEL_3 = np.array([0, 0, 0, 1], dtype=np.uint8).view(np.uint32).reshape(())  # a cell
-#                                  (4 bools) with only channel 3 set, as one uint32
+WALL_ROWS = (1, 2, 3)  # the board rows that hold bricks
+_FULL_ROW = np.uint16((1 << ROW_BITS) - 1)
 _BOTTOM = GRID - 1  # the paddle's row
-_FULL_WALL = np.zeros((_WALL_ROWS, GRID), dtype=bool)
-_FULL_WALL[_BRICK_ROWS] = True
-_ZERO, _NINE = np.array(0, dtype=np.int8), np.array(GRID - 1, dtype=np.int8)
-_THREE = np.array(_WALL_ROWS - 1, dtype=np.int8)
-_TEN = np.array(GRID, dtype=np.int8)
+_CHANNELS = 4
+_ZERO, _ONE, _NINE = (np.array(v, dtype=np.int8) for v in (0, 1, GRID - 1))
+_NO_BIT = np.uint16(0)
 
 
-class BatchBreakout(MinAtarEnv):
+def _brick_rows() -> np.ndarray:
+    """The image of a board row of bricks for each 10-bit mask: ``(1024, 10, 4)`` bools,
+    channel 3 (``brick``) set at the mask's bits."""
+    images = np.zeros((1 << ROW_BITS, GRID, _CHANNELS), dtype=bool)
+    images[..., 3] = (np.arange(1 << ROW_BITS)[:, None] >> np.arange(GRID)) & 1
+    return images
+
+
+class BreakoutState(MinAtarState):
+    """One game per row (``BatchBreakout.state_dtype`` is made from these annotations)."""
+
+    ball_x: Field[np.int8]  # column 0-9
+    ball_y: Field[np.int8]  # row 0-9 (0 at the top)
+    ball_dx: Field[np.int8]  # -1 left, +1 right (MinAtar's ball_dir: 0 up-left,
+    ball_dy: Field[np.int8]  # -1 up, +1 down        1 up-right, 2 down-right, 3 down-left)
+    pos: Field[np.int8]  # the paddle's column (row 9)
+    last_x: Field[np.int8]  # the ball's previous cell (the trail)
+    last_y: Field[np.int8]
+    strike: Field[np.bool_]  # the ball broke a brick last step
+    bricks: Annotated[Field[np.uint16], (len(WALL_ROWS),)]  # rows 1-3 of MinAtar's
+    #                                       brick_map as row masks: bit x is column x
+
+
+class BatchBreakout(MinAtarEnv[BreakoutState]):
     """## Description
 
     MinAtar's Breakout for thousands of games at once, step for step the rules of
@@ -55,7 +66,9 @@ class BatchBreakout(MinAtarEnv):
     Tested step by step against the ``minatar`` package (``tests/test_minatar_parity.py``).
 
     Each step applies, in MinAtar's order: :func:`~batchenv.envs.minatar._base.sticky_actions`,
-    :func:`move_paddle`, :func:`move_ball` (walls, bricks, the bottom row).
+    :func:`move_paddle`, :func:`move_ball` (walls, bricks, and :func:`catch_ball` at the
+    bottom row). The bricks are row masks (bit x of a wall row is column x) and stay drawn
+    between steps (``_rows.RowCanvas``); the ball, its trail and the paddle are painted on.
 
     ## Action Space
 
@@ -114,116 +127,137 @@ class BatchBreakout(MinAtarEnv):
     step_words = 1
     reset_words = 1
     ansi_chars = "=o*#"
-    state_dtype = np.dtype([
-        ("ball_x", np.int8),  # column 0-9
-        ("ball_y", np.int8),  # row 0-9 (0 at the top)
-        ("ball_dir", np.int8),  # 0 up-left, 1 up-right, 2 down-right, 3 down-left
-        ("pos", np.int8),  # the paddle's column (row 9)
-        ("last_x", np.int8),  # the ball's previous cell (the trail)
-        ("last_y", np.int8),
-        ("strike", np.bool_),  # the ball broke a brick last step
-        ("bricks", np.bool_, (_WALL_ROWS, GRID)),  # rows 0-3 of MinAtar's brick_map
-        *STICKY_FIELDS,
-    ])
+    state_type = BreakoutState
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._brick_base = np.arange(self.num_envs, dtype=np.intp) * (_WALL_ROWS * GRID)
+        self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
+                               (GRID, GRID, _CHANNELS), np.uint16)
+        self._wall_base = np.arange(self.num_envs, dtype=np.intp) * len(WALL_ROWS)
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Bricks only in columns 0-9 (10-bit masks), the ball moving diagonally."""
+        return {"bricks with bits beyond column 9": states["bricks"] >= 1 << ROW_BITS,
+                "ball_dx or ball_dy not -1 or +1": (np.abs(states["ball_dx"]) != 1)
+                | (np.abs(states["ball_dy"]) != 1)}
+
+    def reset_envs(self, s: BreakoutState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
-        start = _BALL_STARTS[randint(rng.draws(self.reset_words)[0], 0, 2)]
-        s.ball_x[rows] = s.last_x[rows] = start[:, 0]
-        s.ball_dir[rows] = start[:, 1]
+    def reset_rows(self, s: BreakoutState, rows: np.ndarray | slice, rng: BatchRandom
+                   ) -> None:
+        right_side = randint(rng.draws(self.reset_words)[0], 0, 2).astype(np.int8)
+        # randint(2): 0 starts in column 0 moving down-right, 1 in column 9 down-left
+        s.ball_x[rows] = s.last_x[rows] = right_side * _NINE
+        s.ball_dx[rows] = 1 - 2 * right_side
+        s.ball_dy[rows] = 1
         s.ball_y[rows] = s.last_y[rows] = _BALL_START_Y
         s.pos[rows] = _PADDLE_START
-        s.bricks[rows] = _FULL_WALL
+        s.bricks[rows] = _FULL_ROW
         s.strike[rows] = False
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: BreakoutState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = self.step_draws(s, rng)
-        a = self.game_actions(s, action, words[0])
+        a = self.game_actions(s, action, self.step_draws(s, rng)[0])
         move_paddle(s.pos, a)
         reward = self.reward_buffer
         terminated = self.terminated_buffer
-        move_ball(s, self._brick_base, reward, terminated)
+        move_ball(s, self._wall_base, reward, terminated)
         return reward, terminated
 
-    def observe(self, s: State, out: np.ndarray) -> None:
-        n = len(s)
-        cells = out.view(np.uint32).reshape(n, GRID * GRID)  # a cell's 4 channels as one
-        wall = _WALL_ROWS * GRID
-        np.multiply(s.bricks.reshape(n, wall).view(np.uint8), _CHANNEL_3, out=cells[:, :wall])
-        cells[:, wall:] = 0
-        grid = self.grid(n)
+    def observe(self, s: BreakoutState, out: np.ndarray) -> None:
+        self._wall.draw(out, s.bricks)  # the bricks, redrawn where they changed
+        grid = self.grid(len(s))
         flat = out.reshape(-1)
         flat[grid.cells(s.ball_y, s.ball_x, 1)] = True
         flat[grid.cells(s.last_y, s.last_x, 2)] = True
-        paddle = grid.lane_base((_BOTTOM,))[:, 0] + s.pos * np.int8(4)  # channel 0
-        flat[paddle] = True
+        flat[grid.lane_base((_BOTTOM,))[:, 0] + s.pos * np.int8(_CHANNELS)] = True  # paddle
 
 
 def move_paddle(pos: np.ndarray, action: np.ndarray) -> None:
     """``l``: one column left, ``r``: one right, within the board."""
-    pos += _PADDLE_DX.take(action)
+    pos += (action == RIGHT).view(np.int8)
+    pos -= (action == LEFT).view(np.int8)
     np.maximum(pos, _ZERO, out=pos)
     np.minimum(pos, _NINE, out=pos)
 
 
-def move_ball(s: State, brick_base: np.ndarray, reward: np.ndarray,
+def move_ball(s: BreakoutState, wall_base: np.ndarray, reward: np.ndarray,
               terminated: np.ndarray) -> None:
     """One move of the ball along its diagonal, as MinAtar's ``act``: reflect off a side
     wall (then) off the top, or break the brick it enters (unless it broke one last step)
     and go back to its row, or at the bottom row bounce off the paddle (its middle: the
     ball's column before the move is the paddle's; its corner: the column after is) or end
     the episode. Writes ``reward`` (bricks broken) and ``terminated``."""
-    n = len(s)
     s.last_x[:] = s.ball_x
     s.last_y[:] = s.ball_y
-    d = s.ball_dir
-    new_x = s.ball_x + _DX.take(d)
-    new_y = s.ball_y + _DY.take(d)
-    side = (new_x < 0) | (new_x > GRID - 1)
+    new_x = s.ball_x + s.ball_dx
+    new_y = s.ball_y + s.ball_dy
+    side = (new_x < 0) | (new_x > _NINE)
+    reflect(s.ball_dx, side)
     np.maximum(new_x, _ZERO, out=new_x)
     np.minimum(new_x, _NINE, out=new_x)
-    d = np.where(side, _FLIP_X.take(d), d)
     top = new_y < 0
-    d = np.where(top, _FLIP_Y.take(d), d)
     # top: the ball stays in row 0, which never holds bricks, so the brick test below is
     # False there as in MinAtar's elif; beyond row 9 only a finished game moves (clamped)
     np.maximum(new_y, _ZERO, out=new_y)
     np.minimum(new_y, _NINE, out=new_y)
-    cell = np.minimum(new_y, _THREE)  # bricks are in rows 1-3 only
-    cell *= _TEN
-    cell += new_x
-    brick = s.bricks.reshape(-1).take(brick_base[:n] + cell)
-    brick &= new_y < _WALL_ROWS
+    brick, wall_row = brick_at(s.bricks, wall_base, new_y, new_x)
     hit = brick & ~s.strike
     np.copyto(reward, hit)
     s.strike[:] = brick
     if hit.any():
         rows = hit.nonzero()[0]
-        s.bricks.reshape(-1)[brick_base[rows] + cell[rows]] = False
-        new_y[rows] = s.last_y[rows]
-        d[rows] = _FLIP_Y[d[rows]]
-    bottom = new_y == _BOTTOM
-    terminated.fill(False)
-    if bottom.any():
-        rows = bottom.nonzero()[0]
-        empty = ~s.bricks[rows].any(axis=(1, 2))
-        if empty.any():
-            s.bricks[rows[empty], _BRICK_ROWS] = True
-        pos = s.pos[rows]
-        middle = s.last_x[rows] == pos
-        corner = ~middle & (new_x[rows] == pos)
-        dr = d[rows]
-        d[rows] = np.where(middle, _FLIP_Y[dr], np.where(corner, _FLIP_XY[dr], dr))
-        caught = middle | corner
-        new_y[rows] = np.where(caught, s.last_y[rows], _BOTTOM)
-        terminated[rows] = ~caught
-    s.ball_dir[:] = d
+        s.bricks.reshape(-1)[wall_row[rows]] ^= BIT[new_x[rows]]
+    bottom = new_y == _BOTTOM  # (no brick is ever in the bottom row: MinAtar's elif)
+    caught = catch_ball(s, bottom, new_x, terminated)
+    back = hit | caught  # the ball goes back to its row, and up (or down, off a brick)
+    reflect(s.ball_dy, top | back)
+    np.copyto(new_y, s.last_y, where=back)
     s.ball_x[:] = new_x
     s.ball_y[:] = new_y
+
+
+def catch_ball(s: BreakoutState, bottom: np.ndarray, new_x: np.ndarray,
+               terminated: np.ndarray) -> np.ndarray:
+    """A ball reaching the bottom row (``bottom``) first brings a new wall if every brick
+    is broken; then the paddle catches it if it stood in the ball's column before the
+    move (its middle) or after it (its corner, which also sends the ball back the way it
+    came: the column direction flips here); else the episode ends (``terminated``).
+    Returns where the paddle caught the ball."""
+    empty = (s.bricks[:, 0] | s.bricks[:, 1] | s.bricks[:, 2]) == _NO_BIT
+    empty &= bottom
+    if empty.any():
+        s.bricks[empty] = _FULL_ROW
+    middle = s.last_x == s.pos
+    middle &= bottom
+    corner = new_x == s.pos
+    corner &= bottom
+    corner &= ~middle
+    reflect(s.ball_dx, corner)
+    caught = middle | corner
+    np.not_equal(bottom, caught, out=terminated)  # at the bottom and not caught
+    return caught
+
+
+def brick_at(bricks: np.ndarray, wall_base: np.ndarray, y: np.ndarray, x: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Whether cell ``(y, x)`` of each env holds a brick, and the index of its row in
+    ``bricks.reshape(-1)`` (a wall row; meaningless where ``y`` is outside the wall).
+    ``wall_base``: each env's first index there (``3 * env``)."""
+    row = (y - _ONE).view(np.uint8)  # the wall row (rows above the wall wrap to 255)
+    in_wall = row < len(WALL_ROWS)
+    np.minimum(row, len(WALL_ROWS) - 1, out=row)
+    wall_row = wall_base + row
+    word = bricks.reshape(-1).take(wall_row)
+    word &= BIT.take(x)
+    brick = word != _NO_BIT
+    brick &= in_wall
+    return brick, wall_row
+
+
+def reflect(d: np.ndarray, where: np.ndarray) -> None:
+    """Negate the directions ``d`` (each -1 or +1, int8) where ``where`` holds."""
+    flip = where.view(np.int8) * np.int8(-2)
+    flip += _ONE
+    d *= flip

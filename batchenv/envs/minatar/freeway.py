@@ -3,22 +3,22 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
 import numpy as np
 
 from batchenv.envs.minatar._base import (
     DOWN,
     GRID,
-    STICKY_FIELDS,
     UP,
     MinAtarEnv,
+    MinAtarState,
     randint,
 )
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field
 
-__all__ = ["BatchFreeway"]
+__all__ = ["BatchFreeway", "FreewayState"]
 
 PLAYER_SPEED = 3  # the chicken moves at most once every 3 steps (freeway.py: player_speed)
 TIME_LIMIT = 2500  # freeway.py: time_limit; the episode ends after 2501 steps
@@ -26,38 +26,28 @@ CARS = 8  # one car per lane, lanes are rows 1-8
 CHICKEN_X = 4  # the chicken's column
 _START = GRID - 1  # the chicken's row at the start and after a crossing or a hit
 _LANES = tuple(range(1, CARS + 1))  # car i drives row i+1
-_MAX_SPEED = 5
-_SPEED_CODE_SHIFT = _MAX_SPEED * GRID  # code = (speed + 5) * 10 + x
-_MOVE = np.zeros(6, dtype=np.int8)  # row change per action (u: up, d: down)
-_MOVE[UP], _MOVE[DOWN] = -1, 1
+_CHANNELS = 7
 _HALF = np.array(2**52, dtype=np.int64)  # rand() - 0.5 as an integer: (w >> 11) - 2**52
 _S11 = np.array(11, dtype=np.uint64)
-_ZERO, _NINE, _TEN = (np.array(v, dtype=np.int8) for v in (0, 9, 10))
+_ZERO, _ONE, _NINE, _TEN = (np.array(v, dtype=np.int8) for v in (0, 1, 9, 10))
+#: The chicken's lane as a byte mask over the 8 lanes (bool (8,) viewed as one uint64): row
+#: r (1-8) sets byte r - 1; rows 0 and 9 are no lane.
+_LANE_BYTE = np.array([0, *(1 << (8 * i) for i in range(CARS)), 0], dtype=np.uint64)
 
 
-def _cell_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Per car code ``(speed + 5) * 10 + x``: the offset in its lane of its cell (``x * 7 +
-    1``, channel ``car``) and of its trail (the cell behind it across the edge, in channel
-    ``speed|speed|``: 1 + |speed|; speed 0, see the docstring, in ``speed1``)."""
-    car = np.zeros((2 * _MAX_SPEED + 1) * GRID, dtype=np.int8)
-    trail = np.zeros_like(car)
-    for speed in range(-_MAX_SPEED, _MAX_SPEED + 1):
-        for x in range(GRID):
-            code = (speed + _MAX_SPEED) * GRID + x
-            back = (x - 1 if speed > 0 else x + 1) % GRID
-            car[code] = x * 7 + 1
-            trail[code] = back * 7 + 1 + max(abs(speed), 1)
-    return car, trail
+class FreewayState(MinAtarState):
+    """One game per row (``BatchFreeway.state_dtype`` is made from these annotations)."""
+
+    pos: Field[np.int8]  # the chicken's row (0 top, 9 bottom); its column is 4
+    move_timer: Field[np.int8]  # steps until the chicken may move again
+    terminate_timer: Field[np.int16]  # counts down from 2500; the episode ends below 0
+    car_x: Annotated[Field[np.int8], (CARS,)]  # column of the car in lane i (row i+1)
+    car_timer: Annotated[Field[np.int8], (CARS,)]  # steps until the car moves
+    car_speed: Annotated[Field[np.int8], (CARS,)]  # +-(1..5): moves every |speed| steps,
+    #                                                right if positive
 
 
-_CAR_OFFSET, _TRAIL_OFFSET = _cell_tables()
-#: a car's move per step by speed + 5: right for speed > 0, else left (speed 0 too)
-_STEP_BY_SPEED = np.array([1 if v > 0 else -1 for v in range(-_MAX_SPEED, _MAX_SPEED + 1)],
-                          dtype=np.int8)
-_WRAP = np.array([GRID - 1, *range(GRID), 0], dtype=np.int8)  # column + 1 -> wrapped column
-
-
-class BatchFreeway(MinAtarEnv):
+class BatchFreeway(MinAtarEnv[FreewayState]):
     """## Description
 
     MinAtar's Freeway for thousands of games at once, step for step the rules of
@@ -105,10 +95,10 @@ class BatchFreeway(MinAtarEnv):
 
     ## Random Words
 
-    17 words per env each step: word 0 the sticky-action draw (``Environment.act``'s
-    ``rand()``), words 1-8 the 8 ``randint(1, 6, 8)`` of ``_randomize_cars`` and words
-    9-16 its 8 ``rand(8)`` (used only on a crossing; drawn every step); 16 per reset
-    (words 0-7 and 8-15 for the same two calls).
+    Each step draws 1 word per env, the sticky-action draw (``Environment.act``'s
+    ``rand()``, word 0), and a crossing 16 more: words 1-8 the 8 ``randint(1, 6, 8)`` of
+    ``_randomize_cars`` and words 9-16 its 8 ``rand(8)``. A reset draws 16 (words 0-7 and
+    8-15 for the same two calls).
 
     ## Quirks of the reference, reproduced
 
@@ -130,27 +120,17 @@ class BatchFreeway(MinAtarEnv):
     game = "freeway"
     channels = ("chicken", "car", "speed1", "speed2", "speed3", "speed4", "speed5")
     minimal_actions = (0, 2, 4)
-    step_words = 1 + 2 * CARS
+    step_words = 1
     reset_words = 2 * CARS
+    event_words = "and 16 on a crossing"
     ansi_chars = "C#12345"
-    state_dtype = np.dtype([
-        ("pos", np.int8),  # the chicken's row (0 top, 9 bottom); its column is 4
-        ("move_timer", np.int8),  # steps until the chicken may move again
-        ("terminate_timer", np.int16),  # counts down from 2500; the episode ends below 0
-        ("car_x", np.int8, (CARS,)),  # column of the car in lane i (row i+1)
-        ("car_timer", np.int8, (CARS,)),  # steps until the car moves
-        ("car_speed", np.int8, (CARS,)),  # +-(1..5): moves every |speed| steps, sign: way
-        *STICKY_FIELDS,
-    ])
+    state_type = FreewayState
 
-    def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
-        super().__init__(num_envs, **kwargs)
-        self._lane_base = np.arange(self.num_envs, dtype=np.intp) * CARS
-
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: FreewayState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
 
-    def reset_rows(self, s: State, rows: np.ndarray | slice, rng: BatchRandom) -> None:
+    def reset_rows(self, s: FreewayState, rows: np.ndarray | slice, rng: BatchRandom
+                   ) -> None:
         words = rng.draws(self.reset_words)
         speed = car_speeds(words[:CARS], words[CARS:])
         s.car_x[rows] = 0
@@ -160,31 +140,33 @@ class BatchFreeway(MinAtarEnv):
         s.move_timer[rows] = PLAYER_SPEED
         s.terminate_timer[rows] = TIME_LIMIT
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: FreewayState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = self.step_draws(s, rng)
-        a = self.game_actions(s, action, words[0])
+        a = self.game_actions(s, action, self.step_draws(s, rng)[0])
         move_chicken(s, a)
         reward = self.reward_buffer
-        cross(s, words, reward)
-        drive_cars(s, self._lane_base)
+        crossing = s.pos == 0
+        np.copyto(reward, crossing)
+        if crossing.any():
+            rows, words = self.event_draws(s, rng, crossing, 2 * CARS)
+            cross(s, crossing, rows, words)
+        drive_cars(s)
         s.move_timer -= s.move_timer > 0
         s.terminate_timer -= 1
         terminated = self.terminated_buffer
         np.less(s.terminate_timer, 0, out=terminated)
         return reward, terminated
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: FreewayState, out: np.ndarray) -> None:
         out.fill(False)
         grid = self.grid(len(s))
         flat = out.reshape(-1)
         flat[grid.cells(s.pos, np.full_like(s.pos, CHICKEN_X), 0)] = True
         lanes = grid.lane_base(_LANES)  # car i drives lane (row) i+1
-        code = s.car_speed * np.int8(GRID)  # (speed + 5) * 10 + x, in 0-109
-        code += s.car_x
-        code += np.int8(_SPEED_CODE_SHIFT)
-        flat[np.add(lanes, _CAR_OFFSET.take(code))] = True
-        flat[np.add(lanes, _TRAIL_OFFSET.take(code))] = True
+        # a car's cell, and its trail: the cell behind it (across the edge), in the
+        # channel of its speed
+        flat[np.add(lanes, car_cell(s.car_x))] = True
+        flat[np.add(lanes, trail_cell(s.car_x, s.car_speed))] = True
 
 
 def car_speeds(speed_words: np.ndarray, direction_words: np.ndarray) -> np.ndarray:
@@ -197,50 +179,70 @@ def car_speeds(speed_words: np.ndarray, direction_words: np.ndarray) -> np.ndarr
     return speed.T
 
 
-def move_chicken(s: State, action: np.ndarray) -> None:
+def move_chicken(s: FreewayState, action: np.ndarray) -> None:
     """``u``/``d`` move the chicken one row when its move timer is 0, which restarts the
     timer at 3."""
-    step = _MOVE[action]
+    step = (action == DOWN).view(np.int8) - (action == UP).view(np.int8)
     step *= s.move_timer == 0
-    moved = step != 0
     s.pos += step
-    np.clip(s.pos, _ZERO, _NINE, out=s.pos)
-    s.move_timer[moved] = PLAYER_SPEED
+    np.maximum(s.pos, _ZERO, out=s.pos)
+    np.minimum(s.pos, _NINE, out=s.pos)
+    step *= step  # 1 where the chicken moved (the timer is 0 there)
+    step *= PLAYER_SPEED
+    s.move_timer += step
 
 
-def cross(s: State, words: np.ndarray, reward: np.ndarray) -> None:
-    """A chicken in row 0 scores +1 and goes back to row 9, and every car of its game gets
-    a new speed and direction (step words 1-16)."""
-    across = s.pos == 0
-    np.copyto(reward, across)
-    if across.any():
-        rows = across.nonzero()[0]
-        speed = car_speeds(words[1:1 + CARS, rows], words[1 + CARS:, rows])
-        s.car_speed[rows] = speed
-        s.car_timer[rows] = np.abs(speed)
-        s.pos[rows] = _START
+def cross(s: FreewayState, crossing: np.ndarray, rows: np.ndarray, words: np.ndarray
+          ) -> None:
+    """A chicken in row 0 (``crossing``) goes back to row 9, and every car of its game
+    gets a new speed and direction (``rows``: the crossing envs, ``words``: their 16)."""
+    speed = car_speeds(words[:CARS], words[CARS:])
+    s.car_speed[rows] = speed
+    s.car_timer[rows] = np.abs(speed)
+    np.copyto(s.pos, _START, where=crossing)
 
 
-def drive_cars(s: State, lane_base: np.ndarray) -> None:
+def drive_cars(s: FreewayState) -> None:
     """Every car whose timer is 0 moves one cell its way (wrapping around) and restarts its
     timer at ``|speed|``; the others count down. The car in the chicken's lane sends it to
     row 9 if it is in column 4 before or after its move. (MinAtar checks each car in turn,
     but only the car of the chicken's lane can meet it, and a chicken sent back to row 9
     is in no lane.)"""
-    n = len(s)
-    lane = s.pos.astype(np.intp) - 1  # the chicken's lane, if 0 <= lane < 8
-    in_lane = (lane >= 0) & (lane < CARS)
-    np.clip(lane, 0, CARS - 1, out=lane)
-    lane += lane_base[:n]
-    car_x = s.car_x.reshape(-1)
-    hit = car_x.take(lane) == CHICKEN_X
+    met = s.car_x == CHICKEN_X
     moving = s.car_timer == 0
-    s.car_timer -= 1
-    np.copyto(s.car_timer, np.abs(s.car_speed), where=moving)
-    step = _STEP_BY_SPEED.take(s.car_speed + np.int8(_MAX_SPEED))
+    restart = np.abs(s.car_speed)  # a moving car's timer: 0 - 1 + (|speed| + 1)
+    restart += _ONE
+    restart *= moving
+    s.car_timer -= _ONE
+    s.car_timer += restart
+    step = (s.car_speed > 0).view(np.int8) * np.int8(2)  # right if positive, else left
+    step -= _ONE
     step *= moving
-    step += s.car_x
-    _WRAP.take(step + np.int8(1), out=s.car_x)  # -1 -> 9, 10 -> 0
-    hit |= car_x.take(lane) == CHICKEN_X
-    hit &= in_lane
-    s.pos[hit] = _START
+    s.car_x += step
+    wrap = (s.car_x < 0).view(np.int8) - (s.car_x > _NINE).view(np.int8)
+    wrap *= _TEN  # off the left edge to column 9, off the right edge to column 0
+    s.car_x += wrap
+    met |= s.car_x == CHICKEN_X
+    hit = met.view(np.uint64)[:, 0] & _LANE_BYTE.take(s.pos)  # met in the chicken's lane
+    np.copyto(s.pos, _START, where=hit.astype(bool))
+
+
+def car_cell(x: np.ndarray) -> np.ndarray:
+    """Offsets in a lane (10 cells of 7 channels) of the cars' cells (channel ``car``)."""
+    cell = x * np.int8(_CHANNELS)
+    cell += _ONE
+    return cell
+
+
+def trail_cell(x: np.ndarray, speed: np.ndarray) -> np.ndarray:
+    """Offsets in a lane of the cars' trails: the cell behind each car (the next one
+    across the edge), in channel ``speed|speed|`` (channel 1 + |speed|; a speed of 0,
+    see the docstring, in ``speed1``)."""
+    back = x - (speed > 0).view(np.int8)  # behind: left of a car moving right
+    back += (speed <= 0).view(np.int8)  # right of one moving left
+    back += (back < 0).view(np.int8) * _TEN
+    back -= (back > _NINE).view(np.int8) * _TEN
+    cell = back * np.int8(_CHANNELS)
+    cell += np.maximum(np.abs(speed), _ONE)
+    cell += _ONE
+    return cell

@@ -3,7 +3,7 @@ MinAtar 1.0.15), batched."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -12,14 +12,14 @@ from batchenv.envs.minatar._base import (
     GRID,
     LEFT,
     RIGHT,
-    STICKY_FIELDS,
     MinAtarEnv,
+    MinAtarState,
 )
-from batchenv.envs.minatar._rows import BIT, POPCOUNT, RowCells, set_bits
+from batchenv.envs.minatar._rows import BIT, POPCOUNT, ROW_BITS, RowCanvas, set_cells
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field
 
-__all__ = ["BatchSpaceInvaders"]
+__all__ = ["BatchSpaceInvaders", "SpaceInvadersState"]
 
 # Constants of minatar/environments/space_invaders.py
 SHOT_COOL_DOWN = 5  # shot_cool_down: steps between the cannon's shots
@@ -36,15 +36,31 @@ _FULL_ROW = np.uint16((1 << GRID) - 1)
 _LEFT_EDGE, _RIGHT_EDGE = _BIT[0], _BIT[GRID - 1]
 _BOTTOM = GRID - 1  # the cannon's row
 _POPCOUNT = POPCOUNT
-_HIGH_BYTE = np.uint16(1 << 8)
-_HEADING_BYTE = np.array([1, 1 << 8], dtype=np.uint16)  # alien_left, alien_right
+_CHANNELS = 6
 _COLUMNS = np.arange(GRID, dtype=np.int16)
 _CANNON_DX = np.zeros(6, dtype=np.int8)
 _CANNON_DX[LEFT], _CANNON_DX[RIGHT] = -1, 1
 _ZERO, _NINE = np.array(0, dtype=np.int8), np.array(GRID - 1, dtype=np.int8)
 
 
-class BatchSpaceInvaders(MinAtarEnv):
+class SpaceInvadersState(MinAtarState):
+    """One game per row (``BatchSpaceInvaders.state_dtype`` is made from these
+    annotations)."""
+
+    pos: Field[np.int8]  # the cannon's column (row 9)
+    alien_dir: Field[np.int8]  # -1 marching left, +1 right
+    move_interval: Field[np.int8]  # enemy_move_interval: 12, one less per wave (ramp)
+    alien_move_timer: Field[np.int8]  # steps to the block's next move
+    alien_shot_timer: Field[np.int8]  # steps to the next alien shot
+    shot_timer: Field[np.int8]  # the cannon's cool-down
+    ramp_index: Field[np.int8]  # waves that sped up (difficulty_ramp())
+    alien_count: Field[np.int8]  # aliens left (np.count_nonzero(alien_map))
+    aliens: Annotated[Field[np.uint16], (GRID,)]  # alien_map as row masks: bit x of row y
+    f_bullets: Annotated[Field[np.uint16], (GRID,)]  # f_bullet_map (the cannon's)
+    e_bullets: Annotated[Field[np.uint16], (GRID,)]  # e_bullet_map (the aliens')
+
+
+class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     """## Description
 
     MinAtar's Space Invaders for thousands of games at once, step for step the rules of
@@ -65,7 +81,9 @@ class BatchSpaceInvaders(MinAtarEnv):
 
     The state keeps the three 10 x 10 boards (aliens, the cannon's bullets, the aliens'
     bullets) as ten 10-bit row masks each (bit x of row y is cell (y, x)): marching and
-    bullets are shifts, hits are ANDs, counts a popcount table.
+    bullets are shifts, hits are ANDs, counts a popcount table. The observation keeps the
+    aliens drawn between steps (``_rows.RowCanvas``, a row's code: its mask and the
+    block's heading) and paints the cannon and the bullets on.
 
     ## Action Space
 
@@ -135,26 +153,14 @@ class BatchSpaceInvaders(MinAtarEnv):
     step_words = 1
     reset_words = 0
     ansi_chars = "^A<>!v"
-    state_dtype = np.dtype([
-        ("pos", np.int8),  # the cannon's column (row 9)
-        ("alien_dir", np.int8),  # -1 marching left, +1 right
-        ("move_interval", np.int8),  # enemy_move_interval: 12, one less per wave (ramp)
-        ("alien_move_timer", np.int8),  # steps to the block's next move
-        ("alien_shot_timer", np.int8),  # steps to the next alien shot
-        ("shot_timer", np.int8),  # the cannon's cool-down
-        ("ramp_index", np.int8),  # waves that sped up (difficulty_ramp())
-        ("alien_count", np.int8),  # aliens left (np.count_nonzero(alien_map))
-        ("aliens", np.uint16, (GRID,)),  # alien_map as row masks: bit x of row y
-        ("f_bullets", np.uint16, (GRID,)),  # f_bullet_map (the cannon's), row masks
-        ("e_bullets", np.uint16, (GRID,)),  # e_bullet_map (the aliens'), row masks
-        *STICKY_FIELDS,
-    ])
+    state_type = SpaceInvadersState
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._scratch: dict[int, _Scratch] = {}
+        self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
+                                       (GRID, GRID, _CHANNELS), np.uint16)
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def reset_envs(self, s: SpaceInvadersState, rng: BatchRandom) -> None:
         s.pos[:] = CANNON_START
         s.f_bullets[:] = 0
         s.e_bullets[:] = 0
@@ -168,7 +174,7 @@ class BatchSpaceInvaders(MinAtarEnv):
         s.alien_count[:] = WAVE_SIZE
         s.shot_timer[:] = 0
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: SpaceInvadersState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         words = self.step_draws(s, rng)
         a = self.game_actions(s, action, words[0])
@@ -184,43 +190,43 @@ class BatchSpaceInvaders(MinAtarEnv):
         send_new_wave(s, self.difficulty_ramping)
         return reward, terminated
 
-    def observe(self, s: State, out: np.ndarray) -> None:
-        # The aliens' channels go in pairs, one uint16 per cell and pair (little-endian: the
-        # first channel in the low byte): (cannon, alien), (alien_left, alien_right); each
-        # pair is then one copy into the interleaved observation (cells are 0/1 bytes, so
-        # times 256 moves one to the high byte). Bullets are few: painted cell by cell.
+    def observe(self, s: SpaceInvadersState, out: np.ndarray) -> None:
+        # the aliens, redrawn where their rows changed; then the cannon and the bullets
+        # (few: painted cell by cell)
+        self._alien_canvas.draw(out, alien_codes(s))
         n = len(s)
-        scratch = self._scratch.get(n)
-        if scratch is None:
-            self._scratch.clear()
-            scratch = self._scratch[n] = _Scratch(n)
-        out.fill(False)  # (a memset: cheaper than clearing the bullets' pair alone)
-        pairs = out.view(np.uint16)  # (n, 10, 10, 3)
-        pair = scratch.pair
-        aliens = scratch.aliens(s.aliens)
-        np.multiply(aliens, _HIGH_BYTE, out=pair)
-        np.copyto(pairs[..., 0], pair)
-        np.multiply(aliens, _HEADING_BYTE[(s.alien_dir > 0).view(np.int8)][:, None, None],
-                    out=pair)
-        np.copyto(pairs[..., 1], pair)
         grid = self.grid(n)
         cells = [grid.cells(np.full(n, _BOTTOM, dtype=np.int8), s.pos, 0)]  # the cannon
         for board, channel in ((s.f_bullets, 4), (s.e_bullets, 5)):
-            env, row, column = set_bits(board)
-            cells.append(grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
-                         + channel)
+            pair, column = set_cells(board)  # pair: env * 10 + row, a board row's index
+            cells.append(pair * grid.y_stride + (column * grid.x_stride + channel))
         out.reshape(-1)[np.concatenate(cells)] = True
 
 
-class _Scratch:
-    """Observation buffers for ``n`` envs (see :mod:`batchenv.envs.minatar._rows`)."""
+def _alien_rows() -> np.ndarray:
+    """The image of a board row for each code ``mask + 1024 * right`` (a row of aliens and
+    the block's heading): the aliens of the 10-bit mask in channel 1 (``alien``) and in
+    channel 2 (``alien_left``) or, marching right, 3 (``alien_right``)."""
+    code = np.arange(2 << ROW_BITS)
+    on = ((code[:, None] >> np.arange(GRID)) & 1).astype(bool)
+    images = np.zeros((len(code), GRID, _CHANNELS), dtype=bool)
+    images[..., 1] = on
+    images[..., 2] = on & (code < 1 << ROW_BITS)[:, None]
+    images[..., 3] = on & (code >= 1 << ROW_BITS)[:, None]
+    return images
 
-    def __init__(self, n: int) -> None:
-        self.aliens = RowCells((n, GRID))
-        self.pair = np.empty((n, GRID, GRID), dtype=np.uint16)
+
+def alien_codes(s: SpaceInvadersState) -> np.ndarray:
+    """Each board row's code for :func:`_alien_rows`: its alien mask, plus 1024 when the
+    block marches right."""
+    right = (s.alien_dir > 0).astype(np.uint16)
+    right <<= ROW_BITS
+    code = right.repeat(GRID).reshape(len(s), GRID)  # (a real array: see _rows.per_slot)
+    code |= s.aliens
+    return code
 
 
-def resolve_action(s: State, a: np.ndarray) -> np.ndarray:
+def resolve_action(s: SpaceInvadersState, a: np.ndarray) -> np.ndarray:
     """``f`` with the cannon cooled down fires (a bullet in the cannon's cell, the
     cool-down restarts); ``l``/``r`` move the cannon one column within the board. Returns
     the new bullets as bottom-row masks (0 where the cannon did not fire)."""
@@ -232,7 +238,7 @@ def resolve_action(s: State, a: np.ndarray) -> np.ndarray:
     return new_bullets
 
 
-def advance_bullets(s: State, new_bullets: np.ndarray) -> None:
+def advance_bullets(s: SpaceInvadersState, new_bullets: np.ndarray) -> None:
     """The cannon's bullets (with the new ones from the bottom row) rise a row, leaving
     the board above row 0; the aliens' bullets fall a row, leaving it below row 9."""
     # Each env's 10 rows are consecutive in memory: shifting the whole (n * 10) array by
@@ -247,13 +253,13 @@ def advance_bullets(s: State, new_bullets: np.ndarray) -> None:
     s.e_bullets[:, 0] = 0
 
 
-def cannon_hit(s: State, terminated: np.ndarray) -> None:
+def cannon_hit(s: SpaceInvadersState, terminated: np.ndarray) -> None:
     """The episode ends if an alien bullet or an alien is in the cannon's cell."""
     cannon = _BIT[s.pos]
     np.not_equal((s.e_bullets[:, _BOTTOM] | s.aliens[:, _BOTTOM]) & cannon, 0, out=terminated)
 
 
-def march_aliens(s: State, terminated: np.ndarray) -> None:
+def march_aliens(s: SpaceInvadersState, terminated: np.ndarray) -> None:
     """Envs whose move timer ran out move their block: it restarts at ``min(aliens left,
     move interval)``; a block at the side it marches to turns round and steps down a row
     (ending the episode if it had an alien on the bottom row; MinAtar's ``np.roll``
@@ -277,7 +283,7 @@ def march_aliens(s: State, terminated: np.ndarray) -> None:
     terminated[idx] |= crushed
 
 
-def aliens_shoot(s: State) -> None:
+def aliens_shoot(s: SpaceInvadersState) -> None:
     """Envs whose shot timer ran out restart it; the lowest alien of the occupied column
     nearest the cannon (the left one of two equally near) drops a bullet in its cell."""
     idx = (s.alien_shot_timer == 0).nonzero()[0]
@@ -296,7 +302,7 @@ def aliens_shoot(s: State) -> None:
     s.e_bullets[idx, lowest] |= _BIT[column]
 
 
-def shoot_aliens(s: State, reward: np.ndarray) -> None:
+def shoot_aliens(s: SpaceInvadersState, reward: np.ndarray) -> None:
     """A cannon bullet in an alien's cell removes both; +1 per alien."""
     hits = (s.aliens & s.f_bullets).reshape(-1)  # (env, row) pairs, flat
     reward.fill(0.0)
@@ -312,7 +318,7 @@ def shoot_aliens(s: State, reward: np.ndarray) -> None:
     np.subtract.at(s.alien_count, env, killed.astype(np.int8))
 
 
-def count_down_timers(s: State) -> None:
+def count_down_timers(s: SpaceInvadersState) -> None:
     """The cannon's cool-down counts down to 0; the aliens' move and shot timers count
     down (each restarts when it is 0 at the start of a step)."""
     s.shot_timer -= s.shot_timer > 0
@@ -320,7 +326,7 @@ def count_down_timers(s: State) -> None:
     s.alien_shot_timer -= 1
 
 
-def send_new_wave(s: State, ramping: bool) -> None:
+def send_new_wave(s: SpaceInvadersState, ramping: bool) -> None:
     """A cleared board gets a new wave (rows 0-3, columns 2-7); with ramping, the move
     interval drops by one per wave down to 6."""
     idx = (s.alien_count == 0).nonzero()[0]
