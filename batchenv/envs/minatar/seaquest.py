@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from batchenv.entities import Grid, slot_columns, slot_view
+from batchenv.entities import Grid, slot_columns, slot_names, slot_view
 from batchenv.envs.minatar._base import FIRE, GRID, MinAtarEnv, rand_below, randint
 from batchenv.envs.minatar._rows import BIT as _BIT  # row masks: bit x is column x
 from batchenv.envs.minatar._rows import set_bits
@@ -85,7 +85,8 @@ class SeaquestState(State):
     e_spawn_speed: Field[np.int8]  # steps between enemy spawns: 20, one less per ramp
     move_speed: Field[np.int8]  # an enemy's move timer restarts at this: 5 down to 2
     ramp_index: Field[np.int8]  # surfacings that ramped the difficulty
-    en_slots: Field[np.int8]  # enemy slots used this episode (one past the highest)
+    en_slots: Field[np.int8]  # enemy slots used this episode (one past the highest;
+    #                           the slots from here on are clear: all zero)
     surface: Field[np.bool_]  # at the surface since the last surfacing (no new one)
     oxygen: Field[np.int16]  # 200 at the surface, one less per step under water
     diver_count: Field[np.int32]  # divers on board; below 0 after a full surfacing
@@ -243,15 +244,19 @@ class BatchSeaquest(MinAtarEnv):
 
     def step_envs(self, s: SeaquestState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = self.step_draws(s, rng)
-        a = self.game_actions(s, action, words[0])
+        words = StepWords(s)
+        s.rng_counter += _STEP_WORDS  # the whole block, used or not (as step_draws)
+        discarded = self.discarded_rows(s)
+        if discarded is not None:
+            s.rng_counter[discarded] -= _STEP_WORDS
+        a = self.game_actions(s, action, words.sticky())
         reward = self.reward_buffer
         terminated = self.terminated_buffer
         reward.fill(0.0)
         terminated.fill(False)
         e = self.slots(s)
-        spawn_enemies(s, e, words[1], words[2], words[3])
-        spawn_divers(s, e, words[4], words[5])
+        spawn_enemies(s, e, words)
+        spawn_divers(s, e, words)
         resolve_action(s, e, a)
         en = e.enemies(s)
         move_friendly_bullets(e, en, reward)
@@ -266,30 +271,46 @@ class BatchSeaquest(MinAtarEnv):
 
     def observe(self, s: SeaquestState, out: np.ndarray) -> None:
         n = len(s)
-        out.fill(False)
+        out.fill(False)  # (a memset: cheaper than leaving out row 9, which the gauges fill)
+        cells = out.reshape(n, -1)
         level = np.maximum(s.oxygen, 0)
         level //= MAX_OXYGEN // GRID
         gauges = np.clip(s.diver_count, 0, MAX_DIVERS)
         gauges += level * (MAX_DIVERS + 1)
-        words = out.reshape(n, -1).view(np.uint32)
-        words[:, -_ROW_WORDS:] = _BOTTOM_WORDS.take(gauges, axis=0)
+        cells.view(np.uint32)[:, -_ROW_WORDS:] = _BOTTOM_WORDS.take(gauges, axis=0)
         e = self.slots(s)
         en = e.enemies(s)
         grid = self.grid(n)
-        front = grid.cells(s.sub_y, s.sub_x, SUB_FRONT)  # (n,)
+        front = grid.cells(s.sub_y, s.sub_x, SUB_FRONT)
         back = front + (SUB_BACK - SUB_FRONT)
         back -= s.sub_dx * np.intp(grid.x_stride)
-        cells = [front, back, grid.cells(e.fb_y, e.fb_x, FRIENDLY_BULLET, True)[e.fb_alive],
-                 enemy_bullet_cells(e, grid)]
-        for x, y, dx, alive, body in ((en.x, en.y, en.dx, en.alive, en.sub + ENEMY_FISH),
-                                      (e.dv_x, e.dv_y, e.dv_dx, e.dv_alive, DIVER)):
-            cell = grid.cells(y, x, 0, slot_major=True)
-            cells.append((cell + body)[alive])
-            behind = x - dx
-            trail = cell + TRAIL
+        painted = [front, back, enemy_bullet_cells(e, grid)]
+        env, (x, y) = _alive(e.fb_alive, e.fb_x, e.fb_y)
+        painted.append(_cells(grid, env, y, x) + FRIENDLY_BULLET)
+        for alive, kind in ((en.alive, (en.x, en.y, en.dx, en.sub)),
+                            (e.dv_alive, (e.dv_x, e.dv_y, e.dv_dx))):
+            env, (x, y, dx, *sub) = _alive(alive, *kind)
+            cell = _cells(grid, env, y, x)
+            painted.append(cell + (sub[0] + ENEMY_FISH if sub else DIVER))
+            trail = cell + TRAIL  # the cell behind, if on the board
             trail -= dx * np.intp(grid.x_stride)
-            cells.append(trail[alive & (behind.view(np.uint8) < GRID)])
-        out.reshape(-1)[np.concatenate(cells)] = True
+            x -= dx
+            painted.append(trail[x.view(np.uint8) < GRID])
+        out.reshape(-1)[np.concatenate(painted)] = True
+
+
+def _alive(alive: np.ndarray, *fields: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The live entities of slot-major ``(slots, n)`` fields: their envs, and each field's
+    values for them (copies)."""
+    flat = alive.reshape(-1).nonzero()[0]
+    return flat % alive.shape[1], [field.reshape(-1).take(flat) for field in fields]
+
+
+def _cells(grid: Grid, env: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Flat observation indices of channel 0 of the cells ``(env, y, x)``."""
+    within = np.multiply(y, grid.y_stride, dtype=np.int16)
+    within += np.multiply(x, grid.x_stride, dtype=np.int16)
+    return grid.row_base.take(env) + within
 
 
 def enemy_bullet_cells(e: Slots, grid: Grid) -> np.ndarray:
@@ -297,6 +318,31 @@ def enemy_bullet_cells(e: Slots, grid: Grid) -> np.ndarray:
     row, env, column = set_bits(e.eb_left | e.eb_right)  # boards are (rows, envs)
     return (grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
             + ENEMY_BULLET)
+
+
+_STEP_WORDS = np.uint64(BatchSeaquest.step_words)
+
+
+class StepWords:
+    """This step's block of :attr:`BatchSeaquest.step_words` words per env (word ``j`` of
+    env ``i`` at stream position ``rng_counter[i] + j``, as
+    :meth:`~batchenv.envs.minatar._base.MinAtarEnv.step_draws` draws them), computed only
+    where used: the sticky draw for every env, a spawn's words for the envs that spawn
+    (a twentieth of them at most). The same words as drawing the block whole."""
+
+    def __init__(self, s: State) -> None:
+        self.key = s.rng_key
+        self.start = s.rng_counter.copy()
+
+    def sticky(self) -> np.ndarray:
+        """Word 0 of every env."""
+        return BatchRandom(self.key, self.start.copy()).draws(1)[0]
+
+    def at(self, rows: np.ndarray, first: int, count: int) -> np.ndarray:
+        """Words ``first .. first + count - 1`` of envs ``rows``, ``(count, len(rows))``."""
+        start = self.start[rows]
+        start += np.uint64(first)
+        return BatchRandom(self.key[rows], start).draws(count)
 
 
 class Slots:
@@ -313,8 +359,11 @@ class Slots:
         self.en_x, self.en_y, self.en_dx, self.en_timer, self.en_shot = self.en
         self.fb_x, self.fb_y, self.fb_dx = self.fb
         self.dv_x, self.dv_y, self.dv_dx, self.dv_timer = self.dv
-        self.fb_alive, self.dv_alive = slot_view(s, ("fb_alive", "dv_alive"), 2)
-        self.en_sub, self.en_alive = slot_view(s, ("en_sub", "en_alive"), ENEMY_SLOTS)
+        self.pairs = fields_view(s, slot_names(_FB_FIELDS + _DV_FIELDS, 2))
+        self.pair_alive = fields_view(s, slot_names(("fb_alive", "dv_alive"), 2))
+        self.fb_alive, self.dv_alive = self.pair_alive.reshape(2, 2, len(s))
+        self.en_flags = slot_view(s, ("en_sub", "en_alive"), ENEMY_SLOTS)
+        self.en_sub, self.en_alive = self.en_flags
         self.en_stamp = slot_view(s, ("en_stamp",), ENEMY_SLOTS)[0]
         self.eb = slot_view(s, ("eb_left", "eb_right"), GRID)
         self.eb_left, self.eb_right = self.eb
@@ -345,9 +394,10 @@ _START = {"sub_x": SUB_START_X, "sub_y": SUB_START_Y, "sub_dx": -1, "surface": T
           "oxygen": MAX_OXYGEN}
 
 
-def _start_blocks(dtype: np.dtype) -> list[tuple[tuple[str, ...], np.ndarray]]:
-    """The game's columns (all but ``last_action``, which is not the game's) grouped by
-    dtype, each group with its start values as a column: one write per group."""
+def _scalar_blocks() -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """SeaquestState's fields (all but ``last_action``, which is not the game's) grouped
+    by dtype, each group with its start values as a column: one write per group."""
+    dtype = SeaquestState.schema()
     groups: dict[str, list[str]] = {}
     for name in dtype.names or ():
         if name != "last_action":
@@ -357,15 +407,26 @@ def _start_blocks(dtype: np.dtype) -> list[tuple[tuple[str, ...], np.ndarray]]:
             for names in groups.values()]
 
 
-_START_BLOCKS = _start_blocks(BatchSeaquest.state_dtype)
+_SCALAR_BLOCKS = _scalar_blocks()
 
 
-def start_games(s: State, rows: np.ndarray | slice) -> None:
+def start_games(s: SeaquestState, rows: np.ndarray | slice) -> None:
     """MinAtar's ``reset()`` at ``rows``: the submarine at the surface in column 5 facing
     left, full oxygen, no divers, nothing on the board, the first spawns 20 and 30 steps
-    away, the slowest speeds. (``last_action`` is not the game's: left alone.)"""
-    for names, start in _START_BLOCKS:
+    away, the slowest speeds. (``last_action`` is not the game's: left alone.) Every slot
+    is cleared; the enemy slots only up to ``en_slots`` (those beyond are clear)."""
+    e = BatchSeaquest.slots(s)
+    used = slice(None)
+    if not isinstance(rows, slice):
+        used = slice(0, int(s.en_slots[rows].max()) if len(rows) else 0)
+    for names, start in _SCALAR_BLOCKS:
         fields_view(s, names)[:, rows] = start
+    e.pairs[:, rows] = 0
+    e.pair_alive[:, rows] = False
+    e.en[:, used, rows] = 0
+    e.en_flags[:, used, rows] = False
+    e.en_stamp[used, rows] = 0
+    e.eb[:, :, rows] = 0
 
 
 def _push(fields: np.ndarray, alive: np.ndarray, idx: np.ndarray, values: list) -> None:
@@ -373,16 +434,15 @@ def _push(fields: np.ndarray, alive: np.ndarray, idx: np.ndarray, values: list) 
     slot 1's entity, if alive, moves to slot 0 (at most one is alive when a new one
     comes), the new one takes slot 1. ``fields`` is the kind's ``(fields, 2, n)`` block,
     ``values`` one value (or one per env) per field."""
-    older = alive[1, idx]
-    fields[:, 0, idx] = np.where(older, fields[:, 1, idx], fields[:, 0, idx])
+    older = alive[1, idx].view(np.int8)  # the slot of the entity that becomes slot 0
+    fields[:, 0, idx] = fields[:, older, idx]
     for field, value in zip(fields, values):
         field[1, idx] = value
-    alive[0, idx] |= older
+    alive[0, idx] = alive[older, idx]
     alive[1, idx] = True
 
 
-def spawn_enemies(s: SeaquestState, e: Slots, side_word: np.ndarray, kind_word: np.ndarray,
-                  row_word: np.ndarray) -> None:
+def spawn_enemies(s: SeaquestState, e: Slots, words: StepWords) -> None:
     """Envs whose spawn timer ran out restart it and spawn an enemy: from the left edge
     heading right (``rand() < 1/2``) or the right edge heading left, a sub (``rand() <
     1/3``) or a fish, in row ``randint(1, 9)``; not spawned if an enemy in that row heads
@@ -392,9 +452,10 @@ def spawn_enemies(s: SeaquestState, e: Slots, side_word: np.ndarray, kind_word: 
     if not len(idx):
         return
     s.e_spawn_timer[idx] = s.e_spawn_speed[idx]
-    dx = _HEADING[rand_below(side_word[idx], 1 / 2).view(np.int8)]
-    sub = rand_below(kind_word[idx], 1 / 3)
-    row = randint(row_word[idx], *SPAWN_ROWS).astype(np.int8)
+    side_word, kind_word, row_word = words.at(idx, 1, 3)
+    dx = _HEADING[rand_below(side_word, 1 / 2).view(np.int8)]
+    sub = rand_below(kind_word, 1 / 3)
+    row = randint(row_word, *SPAWN_ROWS).astype(np.int8)
     width = min(int(s.en_slots[idx].max()) + 1, ENEMY_SLOTS)  # one free slot at least
     alive = e.en_alive[:width, idx]
     blocked = (alive & (e.en_y[:width, idx] == row) & (e.en_dx[:width, idx] != dx)).any(axis=0)
@@ -404,13 +465,13 @@ def spawn_enemies(s: SeaquestState, e: Slots, side_word: np.ndarray, kind_word: 
         if not len(idx):
             return
     slot = alive.argmin(axis=0)
-    full = alive[slot, np.arange(len(idx))]
-    if full.any():
-        raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
-                           f"{idx[full].tolist()} (ENEMY_SLOTS is too small)")
-    for field, value in zip(e.en, (_EDGE[(dx > 0).view(np.int8)], row, dx, s.move_speed[idx],
-                                   ENEMY_SHOT_INTERVAL)):
-        field[slot, idx] = value
+    if width == ENEMY_SLOTS:  # (only then may an env have no free slot)
+        full = alive[slot, np.arange(len(idx))]
+        if full.any():
+            raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
+                               f"{idx[full].tolist()} (ENEMY_SLOTS is too small)")
+    e.en[:, slot, idx] = (_EDGE[(dx > 0).view(np.int8)], row, dx, s.move_speed[idx],
+                          np.full(len(idx), ENEMY_SHOT_INTERVAL, dtype=np.int8))
     e.en_sub[slot, idx] = sub
     e.en_alive[slot, idx] = True
     e.en_stamp[slot, idx] = s.spawn_count[idx]
@@ -418,8 +479,7 @@ def spawn_enemies(s: SeaquestState, e: Slots, side_word: np.ndarray, kind_word: 
     s.en_slots[idx] = np.maximum(s.en_slots[idx], slot + 1)
 
 
-def spawn_divers(s: SeaquestState, e: Slots, side_word: np.ndarray, row_word: np.ndarray
-                 ) -> None:
+def spawn_divers(s: SeaquestState, e: Slots, words: StepWords) -> None:
     """Every 30 steps a diver spawns: from the left edge heading right (``rand() <
     1/2``) or the right edge heading left, in row ``randint(1, 9)``. It becomes the newer
     diver (slot 1); the diver already there, if any, becomes the older (slot 0)."""
@@ -427,8 +487,9 @@ def spawn_divers(s: SeaquestState, e: Slots, side_word: np.ndarray, row_word: np
     if not len(idx):
         return
     s.d_spawn_timer[idx] = DIVER_SPAWN_SPEED
-    right = rand_below(side_word[idx], 1 / 2).view(np.int8)
-    row = randint(row_word[idx], *SPAWN_ROWS)
+    side_word, row_word = words.at(idx, 4, 2)
+    right = rand_below(side_word, 1 / 2).view(np.int8)
+    row = randint(row_word, *SPAWN_ROWS)
     _push(e.dv, e.dv_alive, idx, [_EDGE[right], row, _HEADING[right], DIVER_MOVE_INTERVAL])
 
 
@@ -443,7 +504,8 @@ def resolve_action(s: SeaquestState, e: Slots, a: np.ndarray) -> None:
         _push(e.fb, e.fb_alive, idx, [s.sub_x[idx], s.sub_y[idx], s.sub_dx[idx]])
     position = fields_view(s, ("sub_x", "sub_y"))
     position += _MOVE.take(a, axis=1)
-    np.clip(position, 0, _LOWEST, out=position)
+    np.maximum(position, 0, out=position)
+    np.minimum(position, _LOWEST, out=position)
     turn = _TURN.take(a)
     np.copyto(s.sub_dx, turn, where=turn != 0)
 
@@ -507,7 +569,7 @@ def move_enemies(s: SeaquestState, en: Enemies, terminated: np.ndarray
     at_sub = on_row & (en.x == s.sub_x)
     at_sub &= alive
     moving = alive & (en.timer == 0)
-    en.timer -= 1  # (dead enemies' timers drift: nothing reads them)
+    en.timer -= alive
     np.copyto(en.timer, s.move_speed, where=moving)
     np.add(en.x, en.dx, out=en.x, where=moving)
     gone = moving & (en.x.view(np.uint8) >= GRID)  # (-1 is 255)
@@ -549,20 +611,17 @@ def enemy_subs_fire(e: Slots, en: Enemies, alive: np.ndarray) -> None:
     its timer counts down."""
     subs = alive & en.sub
     firing = subs & (en.shot == 0)
-    en.shot -= 1  # (fish and dead subs drift: nothing reads them)
+    en.shot -= subs
     if not firing.any():
         return
-    np.copyto(en.shot, ENEMY_SHOT_INTERVAL, where=firing)
-    slot, env = firing.nonzero()
-    x = en.x[slot, env]
+    en.shot[firing] = ENEMY_SHOT_INTERVAL
+    env, (x, y, dx) = _alive(firing, en.x, en.y, en.dx)
     inside = x.view(np.uint8) < GRID  # a bullet fired off the board leaves it at once
-    slot, env, x = slot[inside], env[inside], x[inside]
-    board = (en.dx[slot, env] > 0).view(np.int8).astype(np.intp)  # 0 left, 1 right
-    board *= GRID
-    board += en.y[slot, env]
-    board *= e.eb.shape[-1]
-    board += env
-    np.bitwise_or.at(e.eb.reshape(-1), board, _BIT[x])
+    board = (dx > 0).view(np.int8)[inside] * np.intp(GRID)  # 0 left, 1 right
+    board += y[inside]
+    board *= firing.shape[1]
+    board += env[inside]
+    np.bitwise_or.at(e.eb.reshape(-1), board, _BIT.take(x[inside]))
 
 
 def move_enemy_bullets(s: SeaquestState, e: Slots, terminated: np.ndarray) -> None:
