@@ -285,12 +285,13 @@ class BatchSeaquest(MinAtarEnv):
         back = front + (SUB_BACK - SUB_FRONT)
         back -= s.sub_dx * np.intp(grid.x_stride)
         painted = [front, back, enemy_bullet_cells(e, grid)]
-        env, (x, y) = _alive(e.fb_alive, e.fb_x, e.fb_y)
-        painted.append(_cells(grid, env, y, x) + FRIENDLY_BULLET)
+        base = e.flat_env(grid.row_base)  # the first cell of each slot's env
+        flat, (x, y) = _alive(e.fb_alive, e.fb_x, e.fb_y)
+        painted.append(_cells(base, flat, y, x) + FRIENDLY_BULLET)
         for alive, kind in ((en.alive, (en.x, en.y, en.dx, en.sub)),
                             (e.dv_alive, (e.dv_x, e.dv_y, e.dv_dx))):
-            env, (x, y, dx, *sub) = _alive(alive, *kind)
-            cell = _cells(grid, env, y, x)
+            flat, (x, y, dx, *sub) = _alive(alive, *kind)
+            cell = _cells(base, flat, y, x)
             painted.append(cell + (sub[0] + ENEMY_FISH if sub else DIVER))
             trail = cell + TRAIL  # the cell behind, if on the board
             trail -= dx * np.intp(grid.x_stride)
@@ -300,17 +301,19 @@ class BatchSeaquest(MinAtarEnv):
 
 
 def _alive(alive: np.ndarray, *fields: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The live entities of slot-major ``(slots, n)`` fields: their envs, and each field's
-    values for them (copies)."""
+    """The live entities of slot-major ``(slots, n)`` fields: their flat indices
+    ``slot * n + env``, and each field's values for them (copies)."""
     flat = alive.reshape(-1).nonzero()[0]
-    return flat % alive.shape[1], [field.reshape(-1).take(flat) for field in fields]
+    return flat, [field.reshape(-1).take(flat) for field in fields]
 
 
-def _cells(grid: Grid, env: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Flat observation indices of channel 0 of the cells ``(env, y, x)``."""
-    within = np.multiply(y, grid.y_stride, dtype=np.int16)
-    within += np.multiply(x, grid.x_stride, dtype=np.int16)
-    return grid.row_base.take(env) + within
+def _cells(base: np.ndarray, flat: np.ndarray, y: np.ndarray, x: np.ndarray
+           ) -> np.ndarray:
+    """Flat observation indices of channel 0 of cells ``(y, x)`` of the entities at flat
+    slot indices ``flat`` (``base``: :meth:`Slots.flat_env` of the grid's ``row_base``)."""
+    within = np.multiply(y, GRID * _CHANNELS, dtype=np.int16)
+    within += np.multiply(x, _CHANNELS, dtype=np.int16)
+    return base.take(flat) + within
 
 
 def enemy_bullet_cells(e: Slots, grid: Grid) -> np.ndarray:
@@ -367,6 +370,19 @@ class Slots:
         self.en_stamp = slot_view(s, ("en_stamp",), ENEMY_SLOTS)[0]
         self.eb = slot_view(s, ("eb_left", "eb_right"), GRID)
         self.eb_left, self.eb_right = self.eb
+        self._flat_env: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.env_index = np.arange(len(s))
+
+    def flat_env(self, per_env: np.ndarray) -> np.ndarray:
+        """``per_env`` ``(n,)`` repeated for every enemy slot, so that entry ``slot * n +
+        env`` is ``per_env[env]`` (flat slot indices to envs without a division; made
+        once per array)."""
+        entry = self._flat_env.get(id(per_env))
+        if entry is None or entry[0] is not per_env:
+            if len(self._flat_env) > 4:
+                self._flat_env.clear()
+            entry = self._flat_env[id(per_env)] = (per_env, np.tile(per_env, ENEMY_SLOTS))
+        return entry[1]
 
     def enemies(self, s: SeaquestState) -> Enemies:
         """The enemy slots any env has used this episode."""
@@ -615,12 +631,12 @@ def enemy_subs_fire(e: Slots, en: Enemies, alive: np.ndarray) -> None:
     if not firing.any():
         return
     en.shot[firing] = ENEMY_SHOT_INTERVAL
-    env, (x, y, dx) = _alive(firing, en.x, en.y, en.dx)
+    flat, (x, y, dx) = _alive(firing, en.x, en.y, en.dx)
     inside = x.view(np.uint8) < GRID  # a bullet fired off the board leaves it at once
     board = (dx > 0).view(np.int8)[inside] * np.intp(GRID)  # 0 left, 1 right
     board += y[inside]
     board *= firing.shape[1]
-    board += env[inside]
+    board += e.flat_env(e.env_index).take(flat[inside])
     np.bitwise_or.at(e.eb.reshape(-1), board, _BIT.take(x[inside]))
 
 
