@@ -3,8 +3,6 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from batchenv.entities import Grid, slot_columns, slot_names, slot_view
@@ -233,7 +231,7 @@ class BatchSeaquest(MinAtarEnv):
         views = s.__dict__.get("_seaquest_slots")
         if views is None:
             views = Slots(s)
-            s._seaquest_slots = views  # type: ignore[attr-defined]
+            s._seaquest_slots = views
         return views
 
     def reset_envs(self, s: SeaquestState, rng: BatchRandom) -> None:
