@@ -45,8 +45,7 @@ _HEADING = np.array([-1, 1], dtype=np.int8)  # dx of a spawn heading right (Fals
 _EDGE = np.array([GRID - 1, 0], dtype=np.int8)  # its first column
 #: An enemy bullet in the submarine's column x, or one column away and heading into it:
 #: the masks of left-movers (x and x+1) and of right-movers (x and x-1) that hit it
-_LEFT_REACH = (_BIT | (_BIT << 1)) & _ROW_BITS
-_RIGHT_REACH = _BIT | (_BIT >> 1)
+_REACH = np.stack([(_BIT | (_BIT << 1)) & _ROW_BITS, _BIT | (_BIT >> 1)])  # (2, 10)
 #: Row 9's gauges: the oxygen bar (cells 0 .. level-1) and the diver bar (cells 9-c .. 8)
 _OXYGEN_BAR = np.arange(GRID)[None, :] < np.arange(GRID + 1)[:, None]  # (11, 10)
 _DIVER_BAR = ((np.arange(GRID)[None, :] >= GRID - 1 - np.arange(MAX_DIVERS + 1)[:, None])
@@ -273,7 +272,7 @@ class BatchSeaquest(MinAtarEnv):
         cells = out.reshape(n, -1)
         level = np.maximum(s.oxygen, 0)
         level //= MAX_OXYGEN // GRID
-        gauges = np.clip(s.diver_count, 0, MAX_DIVERS)
+        gauges = np.maximum(s.diver_count, 0)  # (at most 6)
         gauges += level * (MAX_DIVERS + 1)
         cells.view(np.uint32)[:, -_ROW_WORDS:] = _BOTTOM_WORDS.take(gauges, axis=0)
         e = self.slots(s)
@@ -641,12 +640,11 @@ def enemy_subs_fire(e: Slots, en: Enemies, alive: np.ndarray) -> None:
 def move_enemy_bullets(s: SeaquestState, e: Slots, terminated: np.ndarray) -> None:
     """Enemy bullets move a column their way, leaving the board at its sides; one in the
     submarine's cell before or after the move ends the episode."""
-    n = len(s)
-    at = np.multiply(s.sub_y, n, dtype=np.intp)  # the submarine's row of each board
-    at += np.arange(n)
-    hit = e.eb_left.reshape(-1).take(at) & _LEFT_REACH.take(s.sub_x)
-    hit |= e.eb_right.reshape(-1).take(at) & _RIGHT_REACH.take(s.sub_x)
-    terminated |= hit != 0
+    at = np.multiply(s.sub_y, len(s), dtype=np.intp)  # the submarine's row of a board
+    at += e.env_index
+    near = e.eb.reshape(2, -1).take(at, axis=1)  # (left-movers, right-movers)
+    near &= _REACH.take(s.sub_x, axis=1)
+    terminated |= (near[0] | near[1]) != 0
     e.eb_left >>= 1
     e.eb_right <<= 1
     e.eb_right &= _ROW_BITS
@@ -668,8 +666,8 @@ def breathe(s: SeaquestState, reward: np.ndarray, terminated: np.ndarray, rampin
     terminated |= s.oxygen <= 0
     under = s.sub_y > 0
     s.oxygen -= under
-    s.surface &= ~under
-    arriving = ~under & ~s.surface
+    arriving = ~(under | s.surface)
+    np.greater(s.surface, under, out=s.surface)  # surface and not under water
     if not arriving.any():
         return
     idx = arriving.nonzero()[0]
