@@ -241,12 +241,8 @@ class BatchSeaquest(MinAtarEnv):
 
     def step_envs(self, s: SeaquestState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        words = StepWords(s)
-        s.rng_counter += _STEP_WORDS  # the whole block, used or not (as step_draws)
-        discarded = self.discarded_rows(s)
-        if discarded is not None:
-            s.rng_counter[discarded] -= _STEP_WORDS
-        a = self.game_actions(s, action, words.sticky())
+        words = self.step_draws(s, rng)
+        a = self.game_actions(s, action, words[0])
         reward = self.reward_buffer
         terminated = self.terminated_buffer
         reward.fill(0.0)
@@ -318,31 +314,6 @@ def enemy_bullet_cells(e: Slots, grid: Grid) -> np.ndarray:
     row, env, column = set_bits(e.eb_left | e.eb_right)  # boards are (rows, envs)
     return (grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
             + ENEMY_BULLET)
-
-
-_STEP_WORDS = np.uint64(BatchSeaquest.step_words)
-
-
-class StepWords:
-    """This step's block of :attr:`BatchSeaquest.step_words` words per env (word ``j`` of
-    env ``i`` at stream position ``rng_counter[i] + j``, as
-    :meth:`~batchenv.envs.minatar._base.MinAtarEnv.step_draws` draws them), computed only
-    where used: the sticky draw for every env, a spawn's words for the envs that spawn
-    (a twentieth of them at most). The same words as drawing the block whole."""
-
-    def __init__(self, s: State) -> None:
-        self.key = s.rng_key
-        self.start = s.rng_counter.copy()
-
-    def sticky(self) -> np.ndarray:
-        """Word 0 of every env."""
-        return BatchRandom(self.key, self.start.copy()).draws(1)[0]
-
-    def at(self, rows: np.ndarray, first: int, count: int) -> np.ndarray:
-        """Words ``first .. first + count - 1`` of envs ``rows``, ``(count, len(rows))``."""
-        start = self.start[rows]
-        start += np.uint64(first)
-        return BatchRandom(self.key[rows], start).draws(count)
 
 
 class Slots:
@@ -455,7 +426,7 @@ def _push(fields: np.ndarray, alive: np.ndarray, idx: np.ndarray, values: list) 
     alive[1, idx] = True
 
 
-def spawn_enemies(s: SeaquestState, e: Slots, words: StepWords) -> None:
+def spawn_enemies(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
     """Envs whose spawn timer ran out restart it and spawn an enemy: from the left edge
     heading right (``rand() < 1/2``) or the right edge heading left, a sub (``rand() <
     1/3``) or a fish, in row ``randint(1, 9)``; not spawned if an enemy in that row heads
@@ -465,7 +436,7 @@ def spawn_enemies(s: SeaquestState, e: Slots, words: StepWords) -> None:
     if not len(idx):
         return
     s.e_spawn_timer[idx] = s.e_spawn_speed[idx]
-    side_word, kind_word, row_word = words.at(idx, 1, 3)
+    side_word, kind_word, row_word = words[1:4, idx]
     dx = _HEADING[rand_below(side_word, 1 / 2).view(np.int8)]
     sub = rand_below(kind_word, 1 / 3)
     row = randint(row_word, *SPAWN_ROWS).astype(np.int8)
@@ -492,7 +463,7 @@ def spawn_enemies(s: SeaquestState, e: Slots, words: StepWords) -> None:
     s.en_slots[idx] = np.maximum(s.en_slots[idx], slot + 1)
 
 
-def spawn_divers(s: SeaquestState, e: Slots, words: StepWords) -> None:
+def spawn_divers(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
     """Every 30 steps a diver spawns: from the left edge heading right (``rand() <
     1/2``) or the right edge heading left, in row ``randint(1, 9)``. It becomes the newer
     diver (slot 1); the diver already there, if any, becomes the older (slot 0)."""
@@ -500,7 +471,7 @@ def spawn_divers(s: SeaquestState, e: Slots, words: StepWords) -> None:
     if not len(idx):
         return
     s.d_spawn_timer[idx] = DIVER_SPAWN_SPEED
-    side_word, row_word = words.at(idx, 4, 2)
+    side_word, row_word = words[4:6, idx]
     right = rand_below(side_word, 1 / 2).view(np.int8)
     row = randint(row_word, *SPAWN_ROWS)
     _push(e.dv, e.dv_alive, idx, [_EDGE[right], row, _HEADING[right], DIVER_MOVE_INTERVAL])
