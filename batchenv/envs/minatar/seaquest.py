@@ -349,7 +349,9 @@ class Slots:
         if entry is None or entry[0] is not per_env:
             if len(self._flat_env) > 4:
                 self._flat_env.clear()
-            entry = self._flat_env[id(per_env)] = (per_env, np.tile(per_env, ENEMY_SLOTS))
+            small = np.int32 if per_env.max(initial=0) < 2**31 else np.intp  # (less memory)
+            entry = self._flat_env[id(per_env)] = (
+                per_env, np.tile(per_env.astype(small), ENEMY_SLOTS))
         return entry[1]
 
     def enemies(self, s: SeaquestState) -> Enemies:
