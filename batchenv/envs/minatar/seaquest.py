@@ -58,14 +58,15 @@ _NO_KEY = np.iinfo(np.int64).max
 SUB_FRONT, SUB_BACK, FRIENDLY_BULLET, TRAIL, ENEMY_BULLET, ENEMY_FISH, ENEMY_SUB, \
     OXYGEN_GAUGE, DIVER_GAUGE, DIVER = range(10)
 _CHANNELS = 10
+#: A board row of an observation (10 cells x 10 channels) as one 100-byte item, so that a
+#: row is copied whole (numpy copies a strided 2-D block element by element)
+_ROW = np.dtype((np.void, GRID * _CHANNELS))
 #: The bottom row (row 9) by gauge levels: oxygen level o (0-10) and divers c (0-6) are
-#: entry o * 7 + c, its 10 cells x 10 channels as 25 uint32 words (a row of an observation
-#: starts at a multiple of 4 bytes: 100 per row)
+#: entry o * 7 + c
 _BOTTOM = np.zeros((GRID + 1, MAX_DIVERS + 1, GRID, _CHANNELS), dtype=bool)
 _BOTTOM[..., OXYGEN_GAUGE] = _OXYGEN_BAR[:, None]
 _BOTTOM[..., DIVER_GAUGE] = _DIVER_BAR[None]
-_BOTTOM_WORDS = _BOTTOM.reshape((GRID + 1) * (MAX_DIVERS + 1), -1).view(np.uint32)
-_ROW_WORDS = GRID * _CHANNELS // 4
+_BOTTOM_ROWS = _BOTTOM.reshape(-1, GRID * _CHANNELS).view(_ROW).reshape(-1)
 
 
 class SeaquestState(State):
@@ -265,12 +266,12 @@ class BatchSeaquest(MinAtarEnv):
     def observe(self, s: SeaquestState, out: np.ndarray) -> None:
         n = len(s)
         out.fill(False)  # (a memset: cheaper than leaving out row 9, which the gauges fill)
-        cells = out.reshape(n, -1)
         level = np.maximum(s.oxygen, 0)
         level //= MAX_OXYGEN // GRID
         gauges = np.maximum(s.diver_count, 0)  # (at most 6)
         gauges += level * (MAX_DIVERS + 1)
-        cells.view(np.uint32)[:, -_ROW_WORDS:] = _BOTTOM_WORDS.take(gauges, axis=0)
+        rows = out.reshape(n * GRID, -1).view(_ROW).reshape(n, GRID)
+        rows[:, GRID - 1] = _BOTTOM_ROWS.take(gauges)
         e = self.slots(s)
         en = e.enemies(s)
         grid = self.grid(n)
