@@ -440,15 +440,17 @@ def spawn_enemies(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
         return
     s.e_spawn_timer[idx] = s.e_spawn_speed[idx]
     side_word, kind_word, row_word = words[1:4, idx]
-    dx = _HEADING[rand_below(side_word, 1 / 2).view(np.int8)]
+    right = rand_below(side_word, 1 / 2).view(np.int8)
     sub = rand_below(kind_word, 1 / 3)
     row = randint(row_word, *SPAWN_ROWS).astype(np.int8)
+    dx = _HEADING[right]
     width = min(int(s.en_slots[idx].max()) + 1, ENEMY_SLOTS)  # one free slot at least
     alive = e.en_alive[:width, idx]
     blocked = (alive & (e.en_y[:width, idx] == row) & (e.en_dx[:width, idx] != dx)).any(axis=0)
     if blocked.any():
         keep = ~blocked
-        idx, dx, sub, row, alive = idx[keep], dx[keep], sub[keep], row[keep], alive[:, keep]
+        idx, right, dx, sub, row = idx[keep], right[keep], dx[keep], sub[keep], row[keep]
+        alive = alive[:, keep]
         if not len(idx):
             return
     slot = alive.argmin(axis=0)
@@ -457,7 +459,7 @@ def spawn_enemies(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
         if full.any():
             raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
                                f"{idx[full].tolist()} (ENEMY_SLOTS is too small)")
-    e.en[:, slot, idx] = (_EDGE[(dx > 0).view(np.int8)], row, dx, s.move_speed[idx],
+    e.en[:, slot, idx] = (_EDGE[right], row, dx, s.move_speed[idx],
                           np.full(len(idx), ENEMY_SHOT_INTERVAL, dtype=np.int8))
     e.en_sub[slot, idx] = sub
     e.en_alive[slot, idx] = True
