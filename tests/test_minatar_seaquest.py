@@ -308,6 +308,25 @@ def test_oxygen_runs_out_a_step_late():
     assert step_one(env, ref, stand, N) == (0, True)  # no oxygen: the end
 
 
+def test_set_state_rejects_enemies_beyond_en_slots():
+    # a reset clears the enemy slots below en_slots only: the slots from there on must be
+    # clear, and set_state says so (naming the env) instead of keeping the junk forever
+    env = BatchSeaquest(3, sticky_action_prob=0.0)
+    env.reset(seed=0)
+    st = env.get_state()
+    st["en_alive_4"][1], st["en_slots"][1] = True, 4
+    with pytest.raises(ValueError, match=r"en_slots on is not clear.*env indices \[1\]"):
+        env.set_state(st)
+    st["en_slots"][1] = 5  # slot 4 in use: fine
+    env.set_state(st)
+    assert env.state.en_alive_4[1]
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    fresh = BatchSeaquest(1)
+    fresh.reset(seed=0)
+    game = [c for c in st.dtype.names if c not in ("rng_key", "rng_counter", "last_action")]
+    assert env.get_state()[game][1] == fresh.get_state()[game][0]  # every slot clear
+
+
 def test_slot_capacity_bound():
     # the bound in ENEMY_SLOTS' comment: at most 30 enemies (29 alive and one spawning)
     assert ENEMY_SLOTS >= 30

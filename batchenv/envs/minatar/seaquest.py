@@ -234,6 +234,18 @@ class BatchSeaquest(MinAtarEnv):
             s._seaquest_slots = views
         return views
 
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """``set_state``'s check of the slots' invariant: an env's enemy slots from
+        ``en_slots`` on are clear (all zero), as a reset clears only those below."""
+        used = states["en_slots"]
+        beyond = np.arange(ENEMY_SLOTS)[:, None] >= used
+        junk = np.zeros(len(states), dtype=bool)
+        for name in (*_EN_FIELDS, "en_sub", "en_alive", "en_stamp"):
+            slots = np.stack([states[column] for column in slot_names([name], ENEMY_SLOTS)])
+            junk |= (beyond & (slots != 0)).any(axis=0)
+        return {f"en_slots outside [0, {ENEMY_SLOTS}]": (used < 0) | (used > ENEMY_SLOTS),
+                "an enemy slot from en_slots on is not clear (all zero)": junk}
+
     def reset_envs(self, s: SeaquestState, rng: BatchRandom) -> None:
         start_games(s, slice(None))
 
