@@ -2,6 +2,7 @@
 
     python benchmarks/bench_minatar.py                       # all games, ~2 min
     python benchmarks/bench_minatar.py --games breakout --rounds 5 --no-gymnax
+    python benchmarks/bench_minatar.py --games seaquest --no-gymnax --ref 684e38e  # before/after
 
 For each game, in rounds that alternate the contenders (medians over rounds):
 
@@ -14,6 +15,10 @@ For each game, in rounds that alternate the contenders (medians over rounds):
   ``num_envs`` on the CPU, run in a subprocess that times one block per round when asked,
   so its rounds interleave with ours. gymnax auto-resets inside ``step`` and returns the
   observation, as ours does.
+
+With ``--ref REV``, that git revision's game (its ``batchenv`` extracted by ``git archive``
+and imported beside this one, as ``benchmarks/ab_versions.py`` does) runs in the same rounds:
+a before/after of a change, each against MinAtar's loop under the same load.
 
 Times are both wall-clock and CPU time (``time.process_time``: ours and MinAtar's run
 single-threaded in this process, so under a loaded machine their CPU times are the cleaner
@@ -31,6 +36,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -39,6 +45,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # ab_versions, for --ref
 
 import batchenv.envs.minatar as minatar_envs  # noqa: E402
 
@@ -186,6 +193,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--gymnax-python", default=DEFAULT_GYMNAX_PYTHON)
     parser.add_argument("--no-gymnax", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    parser.add_argument("--ref", default=None,
+                        help="also time this git revision's game in the same rounds")
     parser.add_argument("--floor", action="store_true",
                         help="also time a game with no rules (Breakout's spaces) against "
                              "MinAtar's Breakout: the cost every game pays before its rules")
@@ -195,23 +204,33 @@ def main(argv: list[str] | None = None) -> list[dict]:
         games = [*games, "floor"]
     use_gymnax = not args.no_gymnax and Path(args.gymnax_python).exists()
     n = args.num_envs
+    ref_pkg = None
+    if args.ref:
+        from ab_versions import extract, load_package
+
+        tmp = tempfile.mkdtemp()
+        ref_pkg = load_package(extract(args.ref, tmp))
     print(f"MinAtar at num_envs={n}: time per env-step, medians of {args.rounds} "
           f"interleaved rounds (machine shared: compare ratios)", flush=True)
     rows = []
     for game in games:
         cls = empty_rules_class() if game == "floor" else getattr(minatar_envs, GAMES[game])
         ours, ref = batch_timer(cls, n), minatar_timer(cls.game)
+        before = (batch_timer(getattr(ref_pkg, GAMES[game]), n)
+                  if ref_pkg is not None and game != "floor" else None)
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
             else None
         # block sizes from one probe each, so every block lasts about --block seconds
         ours_steps = max(3, int(args.block / ours(3)[0]))
         ref_steps = max(100, int(args.block / ref(200)[0]))
         gx_steps = max(3, int(args.block / gx.time(3)[0])) if gx else 0
-        wall: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": []}
-        cpu: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": []}
+        before_steps = max(3, int(args.block / before(3)[0])) if before else 0
+        wall: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": [], "ref": []}
+        cpu: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": [], "ref": []}
         for _ in range(args.rounds):
             for name, (w, c) in [("ours", ours(ours_steps)), ("minatar", ref(ref_steps)),
-                                 *([("gymnax", gx.time(gx_steps))] if gx else [])]:
+                                 *([("gymnax", gx.time(gx_steps))] if gx else []),
+                                 *([("ref", before(before_steps))] if before else [])]:
                 per = n if name != "minatar" else 1  # seconds per env-step
                 wall[name].append(w / per)
                 cpu[name].append(c / per)
@@ -230,6 +249,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                "gymnax_ns_per_env_step_wall": mw["gymnax"] * 1e9 if gx else None,
                "x_gymnax_wall": mw["gymnax"] / mw["ours"] if gx else None,
                "x_gymnax_cpu": mc["gymnax"] / mc["ours"] if gx else None,
+               "ref": args.ref if before else None,
+               "ref_x_minatar_cpu": mc["minatar"] / mc["ref"] if before else None,
+               "x_ref_cpu": mc["ref"] / mc["ours"] if before else None,
                "bytes_per_env_at": args.memory_envs, "bytes_per_env": mem,
                "state_record_bytes": record}
         rows.append(row)
@@ -241,6 +263,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"{max(per_round):.0f}), {row['x_minatar_wall']:5.1f} wall  {gx_text}  memory "
               f"{mem:5.0f} B/env at {args.memory_envs} (state record {record} B)",
               flush=True)
+        if before:
+            print(f"{'':<15} {args.ref}: {mc['ref'] * 1e9:6.1f} ns (CPU), x MinAtar "
+                  f"{row['ref_x_minatar_cpu']:5.1f} CPU; this checkout is "
+                  f"{row['x_ref_cpu']:.2f}x faster", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return rows

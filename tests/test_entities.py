@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from batchenv.entities import Grid, first_free, free_count, nth_free, spawn
+from batchenv.entities import (
+    Grid,
+    first_free,
+    free_count,
+    nth_free,
+    slot_columns,
+    slot_names,
+    slot_view,
+    spawn,
+)
+from batchenv.state import State, to_records
 
 
 @pytest.fixture(params=[8, 5, 13])  # 8 slots take the bit-table path, others the general
@@ -75,3 +85,33 @@ def test_grid_paint_sets_exactly_the_given_cells():
                                              x[:, :1].repeat(8, 1), 0))
     with pytest.raises(ValueError, match="shape"):
         grid.paint(np.zeros((n, 10, 10, 4), dtype=bool), y, x, 0)
+
+
+def test_grid_cells_slot_major_match_env_major():
+    rng = np.random.default_rng(3)
+    n, k = 40, 5
+    grid = Grid(n, 10, 10, 4)
+    y, x = rng.integers(0, 10, (n, k)).astype(np.int8), rng.integers(0, 10, (n, k))
+    np.testing.assert_array_equal(grid.cells(y.T, x.T, 2, slot_major=True),
+                                  grid.cells(y, x, 2).T)
+
+
+def test_slot_columns_are_one_slot_major_block_of_the_state():
+    n, k = 7, 3
+    dtype = np.dtype([("a", np.int8), *slot_columns([("x", np.int8), ("y", np.int8)], k),
+                      *slot_columns([("alive", np.bool_)], k), ("b", np.int8)])
+    assert dtype.names == ("a", "x_0", "x_1", "x_2", "y_0", "y_1", "y_2", "alive_0",
+                           "alive_1", "alive_2", "b")
+    assert slot_names(["x", "y"], 2) == ("x_0", "x_1", "y_0", "y_1")
+    s = State(dtype, n)
+    xy = slot_view(s, ("x", "y"), k)
+    assert xy.shape == (2, k, n) and xy[0].flags.c_contiguous
+    xy[1, 2, 4] = 9  # slot 2 of y in env 4
+    xy[0, 0] = np.arange(n)  # slot 0 of x in every env
+    slot_view(s, ("alive",), k)[0, 1, 3] = True
+    rec = to_records(s)
+    assert rec["y_2"][4] == 9 and rec["y_2"].sum() == 9
+    np.testing.assert_array_equal(rec["x_0"], np.arange(n))
+    assert rec["alive_1"][3] and rec["alive_1"].sum() == 1 and rec["a"].sum() == 0
+    with pytest.raises(ValueError, match="consecutive"):
+        slot_view(s, ("x", "alive"), k)  # two dtypes: not one block

@@ -24,6 +24,12 @@ SEAQUEST = Game("seaquest", STEP_TABLE, {}, extra=lambda ref: ref.env.ramp_index
 N, L, U, R, D, F = range(6)
 
 
+def slots(st: np.ndarray, name: str) -> np.ndarray:
+    """The slot columns ``name_0, name_1, ..`` of records as one ``(n, slots)`` array."""
+    columns = [c for c in st.dtype.names if c.rsplit("_", 1)[0] == name]
+    return np.stack([st[c] for c in columns], axis=1)
+
+
 def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = None):
     """A scripted player that rescues divers and surfaces: it heads for the newest diver,
     shoots enemies ahead in its row, surfaces with 6 divers or when oxygen runs low, and
@@ -43,7 +49,7 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
     def policy(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         st = env.get_state()
         if track is not None:
-            track.append(int(st["en_alive"].sum(axis=1).max()))
+            track.append(int(slots(st, "en_alive").sum(axis=1).max()))
         copies = np.repeat(st, 6)
         copies["awaiting_reset"] = False
         scratch.set_state(copies)
@@ -51,19 +57,19 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
         _, _, dead_next, _, _ = scratch.step(idle)
         safe = ~(dead_now | dead_next).reshape(n, 6)
         x, y, count, oxygen = st["sub_x"], st["sub_y"], st["diver_count"], st["oxygen"]
-        newest = st["dv_alive"][:, 1].astype(int)
-        has_diver = st["dv_alive"].any(axis=1)
-        gx = np.where(has_diver, st["dv_x"][rows, newest], 5)
-        gy = np.where(has_diver, st["dv_y"][rows, newest], 4)
+        newest = st["dv_alive_1"].astype(int)
+        has_diver = st["dv_alive_0"] | st["dv_alive_1"]
+        gx = np.where(has_diver, slots(st, "dv_x")[rows, newest], 5)
+        gy = np.where(has_diver, slots(st, "dv_y")[rows, newest], 4)
         surfacing = (count == 6) | ((count >= 1) & (oxygen < low_oxygen)) | (count < 0)
         gx, gy = np.where(surfacing, x, gx), np.where(surfacing, 0, gy)
         gy = np.where((count < 0) & (y == 0), 1, gy)  # bob
         vertical = np.where(gy < y, U, np.where(gy > y, D, N))
         horizontal = np.where(gx < x, L, np.where(gx > x, R, N))
         move = np.where(vertical != N, vertical, horizontal)
-        in_row = st["en_alive"] & (st["en_y"] == y[:, None])
-        ahead = np.where(st["sub_right"][:, None], st["en_x"] > x[:, None],
-                         st["en_x"] < x[:, None])
+        en_x = slots(st, "en_x")
+        in_row = slots(st, "en_alive") & (slots(st, "en_y") == y[:, None])
+        ahead = np.where(st["sub_dx"][:, None] > 0, en_x > x[:, None], en_x < x[:, None])
         shoot = (in_row & ahead).any(axis=1) & ~surfacing
         prefs = np.stack([np.where(shoot, F, move), move, horizontal,
                           *(np.full(n, a) for a in (F, N, U, D, L, R))], axis=1)
@@ -115,12 +121,13 @@ def test_minimal_action_set():
 def inject(env: BatchSeaquest, refs: list) -> None:
     """Set every env of ``env`` to the state of the reference game of the same index:
     MinAtar's lists become slots (list order: bullet and diver slot 0 first, enemy stamps
-    in list order)."""
+    in list order; slot j of a field is the column ``<field>_j``, headings are dx = +-1)."""
     st = env.get_state()
     st[[name for name in st.dtype.names if name not in ("rng_key", "rng_counter")]] = 0
     for i, ref in enumerate(refs):
         g = ref.env
-        for ours, theirs in (("sub_x", "sub_x"), ("sub_y", "sub_y"), ("sub_right", "sub_or"),
+        st["sub_dx"][i] = 1 if g.sub_or else -1
+        for ours, theirs in (("sub_x", "sub_x"), ("sub_y", "sub_y"),
                              ("shot_timer", "shot_timer"), ("surface", "surface"),
                              ("e_spawn_speed", "e_spawn_speed"),
                              ("e_spawn_timer", "e_spawn_timer"),
@@ -129,20 +136,22 @@ def inject(env: BatchSeaquest, refs: list) -> None:
                              ("diver_count", "diver_count")):
             st[ours][i] = getattr(g, theirs)
         for j, (x, y, right) in enumerate(g.f_bullets):
-            st["fb_x"][i, j], st["fb_y"][i, j], st["fb_right"][i, j] = x, y, right
-            st["fb_alive"][i, j] = True
+            for name, value in zip(("fb_x", "fb_y", "fb_dx", "fb_alive"),
+                                   (x, y, 1 if right else -1, True)):
+                st[f"{name}_{j}"][i] = value
         for j, (x, y, right, timer) in enumerate(g.divers):
-            st["dv_x"][i, j], st["dv_y"][i, j], st["dv_right"][i, j] = x, y, right
-            st["dv_timer"][i, j], st["dv_alive"][i, j] = timer, True
+            for name, value in zip(("dv_x", "dv_y", "dv_dx", "dv_timer", "dv_alive"),
+                                   (x, y, 1 if right else -1, timer, True)):
+                st[f"{name}_{j}"][i] = value
         enemies = [(*e, 0, False) for e in g.e_fish] + [(*e, True) for e in g.e_subs]
         for j, (x, y, right, timer, shot, sub) in enumerate(enemies):
-            for name, value in zip(("en_x", "en_y", "en_right", "en_timer", "en_shot",
+            for name, value in zip(("en_x", "en_y", "en_dx", "en_timer", "en_shot",
                                     "en_sub", "en_stamp", "en_alive"),
-                                   (x, y, right, timer, shot, sub, j, True)):
-                st[name][i, j] = value
+                                   (x, y, 1 if right else -1, timer, shot, sub, j, True)):
+                st[f"{name}_{j}"][i] = value
         st["spawn_count"][i] = st["en_slots"][i] = len(enemies)
         for x, y, right in g.e_bullets:
-            st["eb_right" if right else "eb_left"][i, y] |= 1 << x
+            st[f"eb_{'right' if right else 'left'}_{y}"][i] |= 1 << x
     env.set_state(st)
 
 
@@ -258,7 +267,7 @@ def test_sub_shot_as_it_moves_still_fires():
                           e_subs=[[8, 3, False, 0, 0]], shot_timer=3)
     step_one(env, ref, stand, N)
     assert ref.env.e_subs == [] and ref.env.e_bullets == [[6, 3, False]]
-    assert env.state.eb_left[0, 3] == 1 << 6
+    assert env.state.eb_left_3[0] == 1 << 6
 
 
 def test_two_enemies_into_two_bullets_in_one_cell():
@@ -289,13 +298,33 @@ def test_spawn_is_lost_when_the_row_heads_the_other_way():
     inject(env, [ref])
     step_one(env, ref, stand, N)
     assert len(ref.env.e_fish) + len(ref.env.e_subs) == 1
-    assert env.state.en_alive[0].sum() == 1 and env.state.e_spawn_timer[0] == 19
+    assert slots(env.get_state(), "en_alive")[0].sum() == 1
+    assert env.state.e_spawn_timer[0] == 19
 
 
 def test_oxygen_runs_out_a_step_late():
     env, ref, stand = one(sub_y=3, oxygen=1, surface=False)
     assert step_one(env, ref, stand, N) == (0, False)  # oxygen 1 -> 0
     assert step_one(env, ref, stand, N) == (0, True)  # no oxygen: the end
+
+
+def test_set_state_rejects_enemies_beyond_en_slots():
+    # a reset clears the enemy slots below en_slots only: the slots from there on must be
+    # clear, and set_state says so (naming the env) instead of keeping the junk forever
+    env = BatchSeaquest(3, sticky_action_prob=0.0)
+    env.reset(seed=0)
+    st = env.get_state()
+    st["en_alive_4"][1], st["en_slots"][1] = True, 4
+    with pytest.raises(ValueError, match=r"en_slots on is not clear.*env indices \[1\]"):
+        env.set_state(st)
+    st["en_slots"][1] = 5  # slot 4 in use: fine
+    env.set_state(st)
+    assert env.state.en_alive_4[1]
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    fresh = BatchSeaquest(1)
+    fresh.reset(seed=0)
+    game = [c for c in st.dtype.names if c not in ("rng_key", "rng_counter", "last_action")]
+    assert env.get_state()[game][1] == fresh.get_state()[game][0]  # every slot clear
 
 
 def test_slot_capacity_bound():

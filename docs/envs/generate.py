@@ -86,8 +86,12 @@ def page(cls: type, params: type) -> str:
         "| field | dtype |",
         "|---|---|",
     ]
-    for name in cls.state_dtype.names:
-        lines.append(f"| `{name}` | {cls.state_dtype[name]} |")
+    for name, count in _slot_groups(cls.state_dtype.names):
+        if count == 1:
+            lines.append(f"| `{name}` | {cls.state_dtype[name]} |")
+        else:  # slot columns (batchenv.entities.slot_columns): one row for the field
+            lines.append(f"| `{name}_0` ... `{name}_{count - 1}` | "
+                         f"{cls.state_dtype[f'{name}_0']} ({count} slot columns) |")
     for name, dtype in BASE_FIELDS:
         lines.append(f"| `{name}` (base class) | {np.dtype(dtype)} |")
     lines += ["", f"## Parameters (`{params.__name__}`)", "",
@@ -96,6 +100,22 @@ def page(cls: type, params: type) -> str:
     for field in dataclasses.fields(params):
         lines.append(f"| `{field.name}` | `{field.default!r}` |")
     return "\n".join(lines) + "\n"
+
+
+def _slot_groups(names: tuple[str, ...]) -> list[tuple[str, int]]:
+    """Column names with each run ``x_0, x_1, .., x_{k-1}`` of slot columns as ``(x, k)``,
+    every other column as ``(name, 1)``."""
+    out: list[tuple[str, int]] = []
+    for name in names:
+        stem, _, j = name.rpartition("_")
+        if j.isdigit() and out and out[-1][0] == stem and int(j) == out[-1][1]:
+            out[-1] = (stem, out[-1][1] + 1)
+        elif j == "0" and stem:
+            out.append((stem, 1))
+        else:
+            out.append((name, 1))
+    return [(name if count > 1 or name in names else f"{name}_0", count)
+            for name, count in out]
 
 
 def minatar_page(cls: type) -> str:
@@ -126,8 +146,12 @@ def minatar_page(cls: type) -> str:
         "| field | dtype |",
         "|---|---|",
     ]
-    for name in cls.state_dtype.names:
-        lines.append(f"| `{name}` | {cls.state_dtype[name]} |")
+    for name, count in _slot_groups(cls.state_dtype.names):
+        if count == 1:
+            lines.append(f"| `{name}` | {cls.state_dtype[name]} |")
+        else:  # slot columns (batchenv.entities.slot_columns): one row for the field
+            lines.append(f"| `{name}_0` ... `{name}_{count - 1}` | "
+                         f"{cls.state_dtype[f'{name}_0']} ({count} slot columns) |")
     for name, dtype in BASE_FIELDS:
         lines.append(f"| `{name}` (base class) | {np.dtype(dtype)} |")
     events = getattr(cls, "event_words", "")

@@ -3,26 +3,16 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from batchenv.core import BASE_FIELDS
-from batchenv.entities import Grid, first_free
-from batchenv.envs.minatar._base import (
-    FIRE,
-    GRID,
-    STICKY_FIELDS,
-    MinAtarEnv,
-    rand_below,
-    randint,
-)
+from batchenv.entities import Grid, slot_columns, slot_names, slot_view
+from batchenv.envs.minatar._base import FIRE, GRID, MinAtarEnv, rand_below, randint
 from batchenv.envs.minatar._rows import BIT as _BIT  # row masks: bit x is column x
 from batchenv.envs.minatar._rows import set_bits
 from batchenv.random import BatchRandom
-from batchenv.state import State
+from batchenv.state import Field, State, fields_view
 
-__all__ = ["BatchSeaquest", "ENEMY_SLOTS"]
+__all__ = ["BatchSeaquest", "SeaquestState", "ENEMY_SLOTS"]
 
 # Constants of minatar/environments/seaquest.py
 MAX_OXYGEN = 200  # max_oxygen
@@ -46,29 +36,76 @@ FASTEST_SPAWN, FASTEST_MOVE = 1, 2  # the ramp stops at spawn speed 1 and move i
 #: within 10; a diver spawns every 30 steps and leaves within 60.
 ENEMY_SLOTS = 32
 _ROW_BITS = np.uint16((1 << GRID) - 1)
-# The submarine's moves by MinAtar action (n, l, u, r, d, f); _FACING: -1 keeps its heading
-_DX = np.array([0, -1, 0, 1, 0, 0], dtype=np.int8)
-_DY = np.array([0, 0, -1, 0, 1, 0], dtype=np.int8)
-_FACING = np.array([-1, 0, -1, 1, -1, -1], dtype=np.int8)
-_STEP = np.array([-1, 1], dtype=np.int8)  # a column step by "moving right" (False, True)
+# The submarine's moves by MinAtar action (n, l, u, r, d, f): (dx, dy); its new heading
+# (0: keeps its heading)
+_MOVE = np.array([[0, -1, 0, 1, 0, 0], [0, 0, -1, 0, 1, 0]], dtype=np.int8)
+_TURN = np.array([0, -1, 0, 1, 0, 0], dtype=np.int8)
+_LOWEST = np.array([[GRID - 1], [DEEPEST]], dtype=np.int8)  # the submarine's (x, y) bounds
+_HEADING = np.array([-1, 1], dtype=np.int8)  # dx of a spawn heading right (False, True)
+_EDGE = np.array([GRID - 1, 0], dtype=np.int8)  # its first column
+#: An enemy bullet in the submarine's column x, or one column away and heading into it:
+#: the masks of left-movers (x and x+1) and of right-movers (x and x-1) that hit it
+_REACH = np.stack([(_BIT | (_BIT << 1)) & _ROW_BITS, _BIT | (_BIT >> 1)])  # (2, 10)
 #: Row 9's gauges: the oxygen bar (cells 0 .. level-1) and the diver bar (cells 9-c .. 8)
 _OXYGEN_BAR = np.arange(GRID)[None, :] < np.arange(GRID + 1)[:, None]  # (11, 10)
 _DIVER_BAR = ((np.arange(GRID)[None, :] >= GRID - 1 - np.arange(MAX_DIVERS + 1)[:, None])
               & (np.arange(GRID)[None, :] < GRID - 1))  # (7, 10)
 #: Bullet-capture order keys: a sub's key is above every fish's (see capture_bullets)
 _SUB_KEY = np.int64(1) << np.int64(32)
-_ZERO, _NINE, _EIGHT = (np.array(v, dtype=np.int8) for v in (0, GRID - 1, DEEPEST))
-
-_BASE_NAMES = {name for name, _ in BASE_FIELDS}  # the base class's columns (rng, counters)
+_NO_KEY = np.iinfo(np.int64).max
 
 # channels (MinAtar's order)
 SUB_FRONT, SUB_BACK, FRIENDLY_BULLET, TRAIL, ENEMY_BULLET, ENEMY_FISH, ENEMY_SUB, \
     OXYGEN_GAUGE, DIVER_GAUGE, DIVER = range(10)
 _CHANNELS = 10
-#: The trail (the cell behind an enemy or diver, channel 3) from the flat index of its
-#: cell's channel 0: one column right of a left-mover, one column left of a right-mover
-_TRAIL_LEFT_MOVER = _CHANNELS + TRAIL
-_TRAIL_RIGHT_MOVER_SHIFT = -2 * _CHANNELS
+#: A board row of an observation (10 cells x 10 channels) as one 100-byte item, so that a
+#: row is copied whole (numpy copies a strided 2-D block element by element)
+_ROW = np.dtype((np.void, GRID * _CHANNELS))
+#: The bottom row (row 9) by gauge levels: oxygen level o (0-10) and divers c (0-6) are
+#: entry o * 7 + c
+_BOTTOM = np.zeros((GRID + 1, MAX_DIVERS + 1, GRID, _CHANNELS), dtype=bool)
+_BOTTOM[..., OXYGEN_GAUGE] = _OXYGEN_BAR[:, None]
+_BOTTOM[..., DIVER_GAUGE] = _DIVER_BAR[None]
+_BOTTOM_ROWS = _BOTTOM.reshape(-1, GRID * _CHANNELS).view(_ROW).reshape(-1)
+
+
+class SeaquestState(State):
+    """One game per row: the submarine, the timers and the speeds. The entity slots
+    follow in ``BatchSeaquest.state_dtype`` as slot columns (:data:`ENTITY_COLUMNS`)."""
+
+    last_action: Field[np.int8]  # the action applied last step (_base.STICKY_FIELDS)
+    sub_x: Field[np.int8]  # the submarine's front cell: column 0-9
+    sub_y: Field[np.int8]  # row 0 (surface) to 8
+    sub_dx: Field[np.int8]  # heading: -1 left (its back is on the right), +1 right
+    shot_timer: Field[np.int8]  # the gun's cool-down
+    e_spawn_timer: Field[np.int8]  # steps to the next enemy spawn
+    d_spawn_timer: Field[np.int8]  # steps to the next diver spawn
+    e_spawn_speed: Field[np.int8]  # steps between enemy spawns: 20, one less per ramp
+    move_speed: Field[np.int8]  # an enemy's move timer restarts at this: 5 down to 2
+    ramp_index: Field[np.int8]  # surfacings that ramped the difficulty
+    en_slots: Field[np.int8]  # enemy slots used this episode (one past the highest;
+    #                           the slots from here on are clear: all zero)
+    surface: Field[np.bool_]  # at the surface since the last surfacing (no new one)
+    oxygen: Field[np.int16]  # 200 at the surface, one less per step under water
+    diver_count: Field[np.int32]  # divers on board; below 0 after a full surfacing
+    spawn_count: Field[np.int32]  # enemies spawned this episode: the next stamp
+
+
+_FB_FIELDS = ("fb_x", "fb_y", "fb_dx")  # friendly bullets (f_bullets), slot 0 the older
+_DV_FIELDS = ("dv_x", "dv_y", "dv_dx", "dv_timer")  # divers, slot 0 the older
+_EN_FIELDS = ("en_x", "en_y", "en_dx", "en_timer", "en_shot")  # e_fish and e_subs (shot:
+#                                                                subs only)
+#: The slot columns, after SeaquestState's fields; each group of one dtype is one block
+ENTITY_COLUMNS = [
+    *slot_columns([(name, np.int8) for name in _FB_FIELDS], 2),
+    *slot_columns([(name, np.int8) for name in _DV_FIELDS], 2),
+    *slot_columns([(name, np.int8) for name in _EN_FIELDS], ENEMY_SLOTS),
+    *slot_columns([("fb_alive", np.bool_), ("dv_alive", np.bool_)], 2),
+    *slot_columns([("en_sub", np.bool_), ("en_alive", np.bool_)], ENEMY_SLOTS),
+    *slot_columns([("en_stamp", np.int32)], ENEMY_SLOTS),  # spawn order: the lists' order
+    # enemy bullets (e_bullets) as row masks (bit x of row y), by heading
+    *slot_columns([("eb_left", np.uint16), ("eb_right", np.uint16)], GRID),
+]
 
 
 class BatchSeaquest(MinAtarEnv):
@@ -99,7 +136,10 @@ class BatchSeaquest(MinAtarEnv):
     the order of MinAtar's lists (spawn order) decides who is hit first. Friendly bullets
     and divers have two slots kept in list order (slot 0 the older). The enemies' bullets
     only move and hit the player, so two bullets in one cell moving the same way are one:
-    they are two 10 x 10 boards of row masks, one per direction.
+    they are two 10 x 10 boards of row masks, one per direction. Headings are ``dx``
+    (-1 left, +1 right; MinAtar's ``lr``/``sub_or`` is ``dx == 1``). The slots are stored
+    slot-major (:func:`batchenv.entities.slot_columns`): slot ``j`` of ``en_x`` is the
+    state column ``en_x_j``, row ``y`` of ``eb_left`` the column ``eb_left_y``.
 
     ## Action Space
 
@@ -173,6 +213,7 @@ class BatchSeaquest(MinAtarEnv):
     * v0 / v1: as MinAtar 1.0.15's ``MinAtar/Seaquest-v0`` / ``-v1``.
     """
 
+
     game = "seaquest"
     channels = ("sub_front", "sub_back", "friendly_bullet", "trail", "enemy_bullet",
                 "enemy_fish", "enemy_sub", "oxygen_guage", "diver_guage", "diver")
@@ -180,57 +221,38 @@ class BatchSeaquest(MinAtarEnv):
     step_words = 6
     reset_words = 0
     ansi_chars = "Ss-.*FE=+d"
-    state_dtype = np.dtype([
-        ("sub_x", np.int8),  # the submarine's front cell: column 0-9
-        ("sub_y", np.int8),  # row 0 (surface) to 8
-        ("sub_right", np.bool_),  # sub_or: facing right (its back is on the left)
-        ("shot_timer", np.int8),  # the gun's cool-down
-        ("surface", np.bool_),  # at the surface since the last surfacing (no new one)
-        ("e_spawn_speed", np.int8),  # steps between enemy spawns: 20, one less per ramp
-        ("e_spawn_timer", np.int8),  # steps to the next enemy spawn
-        ("d_spawn_timer", np.int8),  # steps to the next diver spawn
-        ("move_speed", np.int8),  # an enemy's move timer restarts at this: 5 down to 2
-        ("ramp_index", np.int8),  # surfacings that ramped the difficulty
-        ("oxygen", np.int16),  # 200 at the surface, one less per step under water
-        ("diver_count", np.int32),  # divers on board; below 0 after a full surfacing
-        ("spawn_count", np.int32),  # enemies spawned this episode: the next stamp
-        ("en_slots", np.int8),  # enemy slots used this episode (one past the highest)
-        # friendly bullets (f_bullets): slot 0 the older
-        ("fb_x", np.int8, (2,)),
-        ("fb_y", np.int8, (2,)),
-        ("fb_right", np.bool_, (2,)),
-        ("fb_alive", np.bool_, (2,)),
-        # enemies (e_fish and e_subs): x, y, heading, move and shot timers, kind, stamp
-        ("en_x", np.int8, (ENEMY_SLOTS,)),
-        ("en_y", np.int8, (ENEMY_SLOTS,)),
-        ("en_right", np.bool_, (ENEMY_SLOTS,)),
-        ("en_timer", np.int8, (ENEMY_SLOTS,)),
-        ("en_shot", np.int8, (ENEMY_SLOTS,)),  # subs only
-        ("en_sub", np.bool_, (ENEMY_SLOTS,)),
-        ("en_alive", np.bool_, (ENEMY_SLOTS,)),
-        ("en_stamp", np.int32, (ENEMY_SLOTS,)),  # spawn order: the lists' order
-        # divers: slot 0 the older
-        ("dv_x", np.int8, (2,)),
-        ("dv_y", np.int8, (2,)),
-        ("dv_right", np.bool_, (2,)),
-        ("dv_timer", np.int8, (2,)),
-        ("dv_alive", np.bool_, (2,)),
-        # enemy bullets (e_bullets) as row masks (bit x of row y), by heading
-        ("eb_left", np.uint16, (GRID,)),
-        ("eb_right", np.uint16, (GRID,)),
-        *STICKY_FIELDS,
-    ])
+    state_type = SeaquestState
+    state_dtype = np.dtype(SeaquestState.schema().descr + ENTITY_COLUMNS)
 
-    def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
-        super().__init__(num_envs, **kwargs)
+    @staticmethod
+    def slots(s: State) -> Slots:
+        """The :class:`Slots` views of ``s``, made once per state object and kept on it (a
+        copy or an unpickled state makes its own)."""
+        views = s.__dict__.get("_seaquest_slots")
+        if views is None:
+            views = Slots(s)
+            s._seaquest_slots = views
+        return views
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """``set_state``'s check of the slots' invariant: an env's enemy slots from
+        ``en_slots`` on are clear (all zero), as a reset clears only those below."""
+        used = states["en_slots"]
+        beyond = np.arange(ENEMY_SLOTS)[:, None] >= used
+        junk = np.zeros(len(states), dtype=bool)
+        for name in (*_EN_FIELDS, "en_sub", "en_alive", "en_stamp"):
+            slots = np.stack([states[column] for column in slot_names([name], ENEMY_SLOTS)])
+            junk |= (beyond & (slots != 0)).any(axis=0)
+        return {f"en_slots outside [0, {ENEMY_SLOTS}]": (used < 0) | (used > ENEMY_SLOTS),
+                "an enemy slot from en_slots on is not clear (all zero)": junk}
+
+    def reset_envs(self, s: SeaquestState, rng: BatchRandom) -> None:
         start_games(s, slice(None))
 
-    def reset_rows(self, s: State, rows: np.ndarray, rng: BatchRandom) -> None:
+    def reset_rows(self, s: SeaquestState, rows: np.ndarray, rng: BatchRandom) -> None:
         start_games(s, rows)  # in place: no copy of the rows out and back
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
+    def step_envs(self, s: SeaquestState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         words = self.step_draws(s, rng)
         a = self.game_actions(s, action, words[0])
@@ -238,125 +260,227 @@ class BatchSeaquest(MinAtarEnv):
         terminated = self.terminated_buffer
         reward.fill(0.0)
         terminated.fill(False)
-        spawn_enemies(s, words[1], words[2], words[3])
-        spawn_divers(s, words[4], words[5])
-        resolve_action(s, a)
-        en = Enemies(s)
-        move_friendly_bullets(s, en, reward)
-        move_divers(s)
+        e = self.slots(s)
+        spawn_enemies(s, e, words)
+        spawn_divers(s, e, words)
+        resolve_action(s, e, a)
+        en = e.enemies(s)
+        move_friendly_bullets(e, en, reward)
+        move_divers(s, e)
         enemy_alive, moved = move_enemies(s, en, terminated)
-        capture_bullets(s, en, moved, reward)
-        enemy_subs_fire(s, en, enemy_alive)
-        move_enemy_bullets(s, terminated)
+        capture_bullets(e, en, moved, reward)
+        enemy_subs_fire(e, en, enemy_alive)
+        move_enemy_bullets(s, e, terminated)
         count_down_timers(s)
         breathe(s, reward, terminated, self.difficulty_ramping)
         return reward, terminated
 
-    def observe(self, s: State, out: np.ndarray) -> None:
+    def observe(self, s: SeaquestState, out: np.ndarray) -> None:
         n = len(s)
-        out.fill(False)
-        bottom = out[:, GRID - 1]
-        level = np.maximum(s.oxygen, 0, dtype=np.intp)
-        level *= 10
-        level //= MAX_OXYGEN
-        bottom[:, :, OXYGEN_GAUGE] = _OXYGEN_BAR.take(level, axis=0)
-        divers = np.clip(s.diver_count, 0, MAX_DIVERS).astype(np.intp)
-        bottom[:, :, DIVER_GAUGE] = _DIVER_BAR.take(divers, axis=0)
+        out.fill(False)  # (a memset: cheaper than leaving out row 9, which the gauges fill)
+        level = np.maximum(s.oxygen, 0)
+        level //= MAX_OXYGEN // GRID
+        gauges = np.maximum(s.diver_count, 0)  # (at most 6)
+        gauges += level * (MAX_DIVERS + 1)
+        rows = out.reshape(n * GRID, -1).view(_ROW).reshape(n, GRID)
+        rows[:, GRID - 1] = _BOTTOM_ROWS.take(gauges)
+        e = self.slots(s)
+        en = e.enemies(s)
         grid = self.grid(n)
-        en = Enemies(s)
-        back = s.sub_x - _STEP[s.sub_right.view(np.int8)]
-        cells = [grid.cells(s.sub_y, s.sub_x, SUB_FRONT), grid.cells(s.sub_y, back, SUB_BACK),
-                 grid.cells(s.fb_y, s.fb_x, FRIENDLY_BULLET)[s.fb_alive],
-                 enemy_bullet_cells(s, grid)]
-        for x, y, right, alive, body in ((en.x, en.y, en.right, en.alive, ENEMY_FISH + en.sub),
-                                         (s.dv_x, s.dv_y, s.dv_right, s.dv_alive, DIVER)):
-            cell = grid.cells(y, x, 0)
-            cells.append((cell + body)[alive])
-            behind_on_board = np.where(right, x > 0, x < GRID - 1)
-            trail = cell + _TRAIL_LEFT_MOVER
-            trail += right * _TRAIL_RIGHT_MOVER_SHIFT
-            cells.append(trail[alive & behind_on_board])
-        out.reshape(-1)[np.concatenate(cells)] = True
+        front = grid.cells(s.sub_y, s.sub_x, SUB_FRONT)
+        back = front + (SUB_BACK - SUB_FRONT)
+        back -= s.sub_dx * np.intp(grid.x_stride)
+        painted = [front, back, enemy_bullet_cells(e, grid)]
+        base = e.flat_env(grid.row_base)  # the first cell of each slot's env
+        flat, (x, y) = _alive(e.fb_alive, e.fb_x, e.fb_y)
+        painted.append(_cells(base, flat, y, x) + FRIENDLY_BULLET)
+        for alive, kind in ((en.alive, (en.x, en.y, en.dx, en.sub)),
+                            (e.dv_alive, (e.dv_x, e.dv_y, e.dv_dx))):
+            flat, (x, y, dx, *sub) = _alive(alive, *kind)
+            cell = _cells(base, flat, y, x)
+            painted.append(cell + (sub[0] + ENEMY_FISH if sub else DIVER))
+            trail = cell + TRAIL  # the cell behind, if on the board
+            trail -= dx * np.intp(grid.x_stride)
+            x -= dx
+            painted.append(trail[x.view(np.uint8) < GRID])
+        out.reshape(-1)[np.concatenate(painted)] = True
 
 
-def enemy_bullet_cells(s: State, grid: Grid) -> np.ndarray:
+def _alive(alive: np.ndarray, *fields: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The live entities of slot-major ``(slots, n)`` fields: their flat indices
+    ``slot * n + env``, and each field's values for them (copies)."""
+    flat = alive.reshape(-1).nonzero()[0]
+    return flat, [field.reshape(-1).take(flat) for field in fields]
+
+
+def _cells(base: np.ndarray, flat: np.ndarray, y: np.ndarray, x: np.ndarray
+           ) -> np.ndarray:
+    """Flat observation indices of channel 0 of cells ``(y, x)`` of the entities at flat
+    slot indices ``flat`` (``base``: :meth:`Slots.flat_env` of the grid's ``row_base``)."""
+    within = np.multiply(y, GRID * _CHANNELS, dtype=np.int16)
+    within += np.multiply(x, _CHANNELS, dtype=np.int16)
+    return base.take(flat) + within
+
+
+def enemy_bullet_cells(e: Slots, grid: Grid) -> np.ndarray:
     """Flat observation indices of the enemy bullets (few: painted cell by cell)."""
-    env, row, column = set_bits(s.eb_left | s.eb_right)
+    row, env, column = set_bits(e.eb_left | e.eb_right)  # boards are (rows, envs)
     return (grid.row_base[env] + row * grid.y_stride + column * grid.x_stride
             + ENEMY_BULLET)
 
 
-#: reset(): each field's start value (the fields not listed start at 0)
-_START = {"sub_x": SUB_START_X, "sub_y": SUB_START_Y, "surface": True,
+class Slots:
+    """Slot-major views ``(slots, n)`` of the entity columns of one state: ``fb_*``
+    (friendly bullets, 2 slots), ``dv_*`` (divers, 2), ``en_*`` (enemies,
+    :data:`ENEMY_SLOTS`), ``eb_left``/``eb_right`` (enemy bullets, one row mask per board
+    row); ``fb``, ``dv`` and ``en`` are each kind's int8 fields as one
+    ``(fields, slots, n)`` array, in ``_*_FIELDS`` order."""
+
+    def __init__(self, s: State) -> None:
+        self.fb = slot_view(s, _FB_FIELDS, 2)
+        self.dv = slot_view(s, _DV_FIELDS, 2)
+        self.en = slot_view(s, _EN_FIELDS, ENEMY_SLOTS)
+        self.en_x, self.en_y, self.en_dx, self.en_timer, self.en_shot = self.en
+        self.fb_x, self.fb_y, self.fb_dx = self.fb
+        self.dv_x, self.dv_y, self.dv_dx, self.dv_timer = self.dv
+        self.pairs = fields_view(s, slot_names(_FB_FIELDS + _DV_FIELDS, 2))
+        self.pair_alive = fields_view(s, slot_names(("fb_alive", "dv_alive"), 2))
+        self.fb_alive, self.dv_alive = self.pair_alive.reshape(2, 2, len(s))
+        self.en_flags = slot_view(s, ("en_sub", "en_alive"), ENEMY_SLOTS)
+        self.en_sub, self.en_alive = self.en_flags
+        self.en_stamp = slot_view(s, ("en_stamp",), ENEMY_SLOTS)[0]
+        self.eb = slot_view(s, ("eb_left", "eb_right"), GRID)
+        self.eb_left, self.eb_right = self.eb
+        self._flat_env: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.env_index = np.arange(len(s))
+
+    def flat_env(self, per_env: np.ndarray) -> np.ndarray:
+        """``per_env`` ``(n,)`` repeated for every enemy slot, so that entry ``slot * n +
+        env`` is ``per_env[env]`` (flat slot indices to envs without a division; made
+        once per array)."""
+        entry = self._flat_env.get(id(per_env))
+        if entry is None or entry[0] is not per_env:
+            if len(self._flat_env) > 4:
+                self._flat_env.clear()
+            small = np.int32 if per_env.max(initial=0) < 2**31 else np.intp  # (less memory)
+            entry = self._flat_env[id(per_env)] = (
+                per_env, np.tile(per_env.astype(small), ENEMY_SLOTS))
+        return entry[1]
+
+    def enemies(self, s: SeaquestState) -> Enemies:
+        """The enemy slots any env has used this episode."""
+        return Enemies(self, int(s.en_slots.max()) if len(s) else 0)
+
+
+class Enemies:
+    """The enemy slots in use, ``(width, n)`` views: slots beyond the last one used this
+    episode in any env are dead everywhere, so the rules skip them (enemies fill the
+    first free slot: few slots are in use unless the game is crowded)."""
+
+    __slots__ = ("x", "y", "dx", "timer", "shot", "sub", "alive", "stamp")
+
+    def __init__(self, e: Slots, width: int) -> None:
+        self.x, self.y, self.dx, self.timer, self.shot = e.en[:, :width]
+        self.sub = e.en_sub[:width]
+        self.alive = e.en_alive[:width]
+        self.stamp = e.en_stamp[:width]
+
+
+#: reset(): each column's start value (the columns not listed start at 0)
+_START = {"sub_x": SUB_START_X, "sub_y": SUB_START_Y, "sub_dx": -1, "surface": True,
           "e_spawn_speed": INIT_SPAWN_SPEED, "e_spawn_timer": INIT_SPAWN_SPEED,
           "d_spawn_timer": DIVER_SPAWN_SPEED, "move_speed": INIT_MOVE_INTERVAL,
           "oxygen": MAX_OXYGEN}
 
 
-def start_games(s: State, rows: np.ndarray | slice) -> None:
+def _scalar_blocks() -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """SeaquestState's fields (all but ``last_action``, which is not the game's) grouped
+    by dtype, each group with its start values as a column: one write per group."""
+    dtype = SeaquestState.schema()
+    groups: dict[str, list[str]] = {}
+    for name in dtype.names or ():
+        if name != "last_action":
+            groups.setdefault(dtype[name].str, []).append(name)
+    return [(tuple(names), np.array([_START.get(n, 0) for n in names],
+                                    dtype=dtype[names[0]])[:, None])
+            for names in groups.values()]
+
+
+_SCALAR_BLOCKS = _scalar_blocks()
+
+
+def start_games(s: SeaquestState, rows: np.ndarray | slice) -> None:
     """MinAtar's ``reset()`` at ``rows``: the submarine at the surface in column 5 facing
     left, full oxygen, no divers, nothing on the board, the first spawns 20 and 30 steps
-    away, the slowest speeds. (``last_action`` is not the game's: left alone.)"""
-    for name, field in s:
-        if name in _START:
-            field[rows] = _START[name]
-        elif name != "last_action" and name not in _BASE_NAMES:
-            field[rows] = 0
+    away, the slowest speeds. (``last_action`` is not the game's: left alone.) Every slot
+    is cleared; the enemy slots only up to ``en_slots`` (those beyond are clear)."""
+    e = BatchSeaquest.slots(s)
+    used = slice(None)
+    if not isinstance(rows, slice):
+        used = slice(0, int(s.en_slots[rows].max()) if len(rows) else 0)
+    for names, start in _SCALAR_BLOCKS:
+        fields_view(s, names)[:, rows] = start
+    e.pairs[:, rows] = 0
+    e.pair_alive[:, rows] = False
+    e.en[:, used, rows] = 0
+    e.en_flags[:, used, rows] = False
+    e.en_stamp[used, rows] = 0
+    e.eb[:, :, rows] = 0
 
 
-class Enemies:
-    """The enemy slots in use: views of the enemy fields up to the last slot used this
-    episode in any env (slots beyond are dead everywhere, so the rules may skip them;
-    enemies fill the first free slot, so few slots are in use unless the game is crowded)."""
+def _push(fields: np.ndarray, alive: np.ndarray, idx: np.ndarray, values: list) -> None:
+    """Append an entity to a two-slot list kept in order (slot 0 older) at envs ``idx``:
+    slot 1's entity, if alive, moves to slot 0 (at most one is alive when a new one
+    comes), the new one takes slot 1. ``fields`` is the kind's ``(fields, 2, n)`` block,
+    ``values`` one value (or one per env) per field."""
+    older = alive[1, idx].view(np.int8)  # the slot of the entity that becomes slot 0
+    fields[:, 0, idx] = fields[:, older, idx]
+    for field, value in zip(fields, values):
+        field[1, idx] = value
+    alive[0, idx] = alive[older, idx]
+    alive[1, idx] = True
 
-    __slots__ = ("x", "y", "right", "timer", "shot", "sub", "alive", "stamp")
 
-    def __init__(self, s: State) -> None:
-        width = int(s.en_slots.max()) if len(s) else 0
-        for name in self.__slots__:
-            setattr(self, name, getattr(s, "en_" + name)[:, :width])
-
-
-def spawn_enemies(s: State, side_word: np.ndarray, kind_word: np.ndarray,
-                  row_word: np.ndarray) -> None:
+def spawn_enemies(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
     """Envs whose spawn timer ran out restart it and spawn an enemy: from the left edge
     heading right (``rand() < 1/2``) or the right edge heading left, a sub (``rand() <
     1/3``) or a fish, in row ``randint(1, 9)``; not spawned if an enemy in that row heads
     the other way. It moves at the current move interval; a sub first shoots after 10
-    steps."""
+    steps. It takes the first free slot."""
     idx = (s.e_spawn_timer == 0).nonzero()[0]
     if not len(idx):
         return
     s.e_spawn_timer[idx] = s.e_spawn_speed[idx]
-    right = rand_below(side_word[idx], 1 / 2)
-    sub = rand_below(kind_word[idx], 1 / 3)
-    row = randint(row_word[idx], *SPAWN_ROWS).astype(np.int8)
-    alive = s.en_alive[idx]
-    blocked = (alive & (s.en_y[idx] == row[:, None])
-               & (s.en_right[idx] != right[:, None])).any(axis=1)
+    side_word, kind_word, row_word = words[1:4, idx]
+    right = rand_below(side_word, 1 / 2).view(np.int8)
+    sub = rand_below(kind_word, 1 / 3)
+    row = randint(row_word, *SPAWN_ROWS).astype(np.int8)
+    dx = _HEADING[right]
+    width = min(int(s.en_slots[idx].max()) + 1, ENEMY_SLOTS)  # one free slot at least
+    alive = e.en_alive[:width, idx]
+    blocked = (alive & (e.en_y[:width, idx] == row) & (e.en_dx[:width, idx] != dx)).any(axis=0)
     if blocked.any():
         keep = ~blocked
-        idx, right, sub, row, alive = idx[keep], right[keep], sub[keep], row[keep], alive[keep]
+        idx, right, dx, sub, row = idx[keep], right[keep], dx[keep], sub[keep], row[keep]
+        alive = alive[:, keep]
         if not len(idx):
             return
-    slot, has_free = first_free(alive)
-    if not has_free.all():
-        raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
-                           f"{idx[~has_free].tolist()} (ENEMY_SLOTS is too small)")
-    s.en_x[idx, slot] = np.where(right, 0, GRID - 1)
-    s.en_y[idx, slot] = row
-    s.en_right[idx, slot] = right
-    s.en_timer[idx, slot] = s.move_speed[idx]
-    s.en_shot[idx, slot] = ENEMY_SHOT_INTERVAL
-    s.en_sub[idx, slot] = sub
-    s.en_stamp[idx, slot] = s.spawn_count[idx]
-    s.en_alive[idx, slot] = True
+    slot = alive.argmin(axis=0)
+    if width == ENEMY_SLOTS:  # (only then may an env have no free slot)
+        full = alive[slot, np.arange(len(idx))]
+        if full.any():
+            raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
+                               f"{idx[full].tolist()} (ENEMY_SLOTS is too small)")
+    e.en[:, slot, idx] = (_EDGE[right], row, dx, s.move_speed[idx],
+                          np.full(len(idx), ENEMY_SHOT_INTERVAL, dtype=np.int8))
+    e.en_sub[slot, idx] = sub
+    e.en_alive[slot, idx] = True
+    e.en_stamp[slot, idx] = s.spawn_count[idx]
     s.spawn_count[idx] += 1
-    np.maximum(s.en_slots[idx], slot + 1, out=slot, casting="unsafe")
-    s.en_slots[idx] = slot
+    s.en_slots[idx] = np.maximum(s.en_slots[idx], slot + 1)
 
 
-def spawn_divers(s: State, side_word: np.ndarray, row_word: np.ndarray) -> None:
+def spawn_divers(s: SeaquestState, e: Slots, words: np.ndarray) -> None:
     """Every 30 steps a diver spawns: from the left edge heading right (``rand() <
     1/2``) or the right edge heading left, in row ``randint(1, 9)``. It becomes the newer
     diver (slot 1); the diver already there, if any, becomes the older (slot 0)."""
@@ -364,181 +488,164 @@ def spawn_divers(s: State, side_word: np.ndarray, row_word: np.ndarray) -> None:
     if not len(idx):
         return
     s.d_spawn_timer[idx] = DIVER_SPAWN_SPEED
-    right = rand_below(side_word[idx], 1 / 2)
-    row = randint(row_word[idx], *SPAWN_ROWS)
-    _push(s, idx, ("dv_x", "dv_y", "dv_right", "dv_timer", "dv_alive"),
-          (np.where(right, 0, GRID - 1), row, right, DIVER_MOVE_INTERVAL, True))
+    side_word, row_word = words[4:6, idx]
+    right = rand_below(side_word, 1 / 2).view(np.int8)
+    row = randint(row_word, *SPAWN_ROWS)
+    _push(e.dv, e.dv_alive, idx, [_EDGE[right], row, _HEADING[right], DIVER_MOVE_INTERVAL])
 
 
-def _push(s: State, idx: np.ndarray, names: tuple[str, ...], values: tuple) -> None:
-    """Append an entity to a two-slot list kept in order (slot 0 older): slot 1's entity,
-    if alive, moves to slot 0 (at most one is alive when a new one comes), the new one
-    takes slot 1. The last name is the alive mask."""
-    older = getattr(s, names[-1])[idx, 1]
-    for name, value in zip(names, values):
-        field = getattr(s, name)
-        field[idx, 0] = np.where(older, field[idx, 1], field[idx, 0])
-        field[idx, 1] = value
-
-
-def resolve_action(s: State, a: np.ndarray) -> None:
+def resolve_action(s: SeaquestState, e: Slots, a: np.ndarray) -> None:
     """``f`` with the gun cooled down fires a bullet from the submarine's cell, heading
     its way (the newer bullet, slot 1); ``l``/``r`` move a column and turn that way,
     ``u``/``d`` a row (rows 0-8)."""
     firing = (a == FIRE) & (s.shot_timer == 0)
-    idx = firing.nonzero()[0]
-    if len(idx):
+    if firing.any():
+        idx = firing.nonzero()[0]
         s.shot_timer[idx] = SHOT_COOL_DOWN
-        _push(s, idx, ("fb_x", "fb_y", "fb_right", "fb_alive"),
-              (s.sub_x[idx], s.sub_y[idx], s.sub_right[idx], True))
-    s.sub_x += _DX[a]
-    np.clip(s.sub_x, _ZERO, _NINE, out=s.sub_x)
-    s.sub_y += _DY[a]
-    np.clip(s.sub_y, _ZERO, _EIGHT, out=s.sub_y)
-    facing = _FACING[a]
-    np.copyto(s.sub_right, facing == 1, where=facing >= 0)
+        _push(e.fb, e.fb_alive, idx, [s.sub_x[idx], s.sub_y[idx], s.sub_dx[idx]])
+    position = fields_view(s, ("sub_x", "sub_y"))
+    position += _MOVE.take(a, axis=1)
+    np.maximum(position, 0, out=position)
+    np.minimum(position, _LOWEST, out=position)
+    turn = _TURN.take(a)
+    np.copyto(s.sub_dx, turn, where=turn != 0)
 
 
-def move_friendly_bullets(s: State, en: Enemies, reward: np.ndarray) -> None:
+def move_friendly_bullets(e: Slots, en: Enemies, reward: np.ndarray) -> None:
     """Each friendly bullet, the newer first, moves a column; off the board it is gone,
     else it destroys the first fish in its cell (the oldest), else the first sub, and
     disappears (+1)."""
-    for slot in (1, 0):
-        alive = s.fb_alive[:, slot]
-        x = s.fb_x[:, slot]
-        x += alive * _STEP[s.fb_right[:, slot].view(np.int8)]
-        alive &= (x >= 0) & (x < GRID)
-        if not alive.any():
-            continue
-        idx = alive.nonzero()[0]
-        here = (en.alive[idx] & (en.x[idx] == x[idx, None])
-                & (en.y[idx] == s.fb_y[idx, slot, None]))
-        if not here.any():
-            continue
-        key = np.where(here, en.stamp[idx] + en.sub[idx] * _SUB_KEY, np.iinfo(np.int64).max)
-        victim = key.argmin(axis=1)
-        hit = here[np.arange(len(idx)), victim]
+    alive, x, y = e.fb_alive, e.fb_x, e.fb_y
+    x += e.fb_dx  # (dead bullets drift too: nothing reads them)
+    alive &= x.view(np.uint8) < GRID  # (-1 is 255)
+    here = (en.x == x[:, None]) & (en.y == y[:, None])  # (bullet, enemy, env)
+    here &= alive[:, None]
+    here &= en.alive
+    if not here.any():
+        return
+    idx = here.any(axis=(0, 1)).nonzero()[0]  # the envs where a bullet hits: few
+    key = en.stamp[:, idx] + en.sub[:, idx] * _SUB_KEY
+    for b in (1, 0):
+        candidate = here[b][:, idx] & en.alive[:, idx]
+        hit = candidate.any(axis=0)
+        victim = np.where(candidate, key, _NO_KEY).argmin(axis=0)[hit]
         rows = idx[hit]
-        en.alive[rows, victim[hit]] = False
-        alive[rows] = False
+        en.alive[victim, rows] = False
+        alive[b, rows] = False
         reward[rows] += 1.0
 
 
-def move_divers(s: State) -> None:
+def move_divers(s: SeaquestState, e: Slots) -> None:
     """Each diver, the newer first: in the submarine's cell with room on board (fewer
     than 6 divers) it is picked up; else when its move timer runs out it moves a column
     (leaving the board, or being picked up if it lands on the submarine with room), and
     its timer restarts at 5; else its timer counts down."""
     for slot in (1, 0):
-        alive = s.dv_alive[:, slot]
-        x = s.dv_x[:, slot]
-        y = s.dv_y[:, slot]
-        room = s.diver_count < MAX_DIVERS
-        on_sub = (y == s.sub_y) & room
+        alive = e.dv_alive[slot]
+        x = e.dv_x[slot]
+        timer = e.dv_timer[slot]
+        on_sub = (e.dv_y[slot] == s.sub_y) & (s.diver_count < MAX_DIVERS)
         picked = alive & on_sub & (x == s.sub_x)
-        swimming = alive & ~picked
-        timer = s.dv_timer[:, slot]
+        swimming = alive ^ picked
         moving = swimming & (timer == 0)
-        timer -= swimming
-        timer[moving] = DIVER_MOVE_INTERVAL
-        x += moving * _STEP[s.dv_right[:, slot].view(np.int8)]
-        gone = moving & ((x < 0) | (x >= GRID))
-        picked |= moving & ~gone & on_sub & (x == s.sub_x)
+        timer -= 1  # (dead divers' timers drift: nothing reads them)
+        np.copyto(timer, DIVER_MOVE_INTERVAL, where=moving)
+        np.add(x, e.dv_dx[slot], out=x, where=moving)
+        gone = moving & (x.view(np.uint8) >= GRID)
+        picked |= moving & on_sub & (x == s.sub_x)
         alive &= ~(picked | gone)
         s.diver_count += picked
 
 
-def move_enemies(s: State, en: Enemies, terminated: np.ndarray
+def move_enemies(s: SeaquestState, en: Enemies, terminated: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Each enemy in the submarine's cell ends the episode; an enemy whose move timer ran
     out moves a column (its timer restarts at the move interval; off the board it is
     gone, onto the submarine it ends the episode), else its timer counts down. Returns
     the enemies alive before the move (subs among them may fire) and those that moved
     within the board, not onto the submarine (they may run into a bullet)."""
-    alive = en.alive.copy()
-    x = en.x
-    on_row = alive & (en.y == s.sub_y[:, None])
-    terminated |= (on_row & (x == s.sub_x[:, None])).any(axis=1)
-    timer = en.timer
-    moving = alive & (timer == 0)
-    timer -= alive
-    np.copyto(timer, s.move_speed[:, None], where=moving)
-    x += moving * _STEP[en.right.view(np.int8)]
-    inside = (x >= 0) & (x < GRID)
-    en.alive &= inside | ~moving
-    landed = moving & inside & on_row & (x == s.sub_x[:, None])
-    terminated |= landed.any(axis=1)
-    return alive, moving & inside & ~landed
+    alive = en.alive
+    before = alive.copy()
+    on_row = en.y == s.sub_y
+    at_sub = on_row & (en.x == s.sub_x)
+    at_sub &= alive
+    moving = alive & (en.timer == 0)
+    en.timer -= alive
+    np.copyto(en.timer, s.move_speed, where=moving)
+    np.add(en.x, en.dx, out=en.x, where=moving)
+    gone = moving & (en.x.view(np.uint8) >= GRID)  # (-1 is 255)
+    alive ^= gone
+    landed = moving & on_row & (en.x == s.sub_x)  # (off the board: never the sub's)
+    at_sub |= landed
+    terminated |= at_sub.any(axis=0)
+    moving ^= gone
+    moving ^= landed
+    return before, moving
 
 
-def capture_bullets(s: State, en: Enemies, moved: np.ndarray, reward: np.ndarray
+def capture_bullets(e: Slots, en: Enemies, moved: np.ndarray, reward: np.ndarray
                     ) -> None:
     """An enemy that moved into a friendly bullet's cell destroys it and is destroyed
     (+1). MinAtar goes through the subs (newest first), then the fish (newest first), each
     taking the first (older) bullet in its cell: so the older bullet goes to the first
     enemy in that order in its cell, the newer one to the first other enemy in its."""
-    for slot in (0, 1):
-        bullet = s.fb_alive[:, slot]
-        if not bullet.any():
-            continue
-        idx = bullet.nonzero()[0]
-        here = (moved[idx] & en.alive[idx] & (en.x[idx] == s.fb_x[idx, slot, None])
-                & (en.y[idx] == s.fb_y[idx, slot, None]))
-        if not here.any():
-            continue
-        key = np.where(here, en.stamp[idx] + en.sub[idx] * _SUB_KEY, -1)
-        taker = key.argmax(axis=1)
-        hit = here[np.arange(len(idx)), taker]
+    here = (en.x == e.fb_x[:, None]) & (en.y == e.fb_y[:, None])  # (bullet, enemy, env)
+    here &= moved
+    here &= e.fb_alive[:, None]
+    if not here.any():
+        return
+    idx = here.any(axis=(0, 1)).nonzero()[0]
+    key = en.stamp[:, idx] + en.sub[:, idx] * _SUB_KEY
+    for b in (0, 1):
+        candidate = here[b][:, idx] & en.alive[:, idx]
+        hit = candidate.any(axis=0)
+        taker = np.where(candidate, key, -1).argmax(axis=0)[hit]
         rows = idx[hit]
-        en.alive[rows, taker[hit]] = False
-        bullet[rows] = False
+        en.alive[taker, rows] = False
+        e.fb_alive[b, rows] = False
         reward[rows] += 1.0
 
 
-def enemy_subs_fire(s: State, en: Enemies, alive: np.ndarray) -> None:
+def enemy_subs_fire(e: Slots, en: Enemies, alive: np.ndarray) -> None:
     """Each sub alive before the move (even one shot or gone since) whose shot timer ran
     out fires a bullet from its cell, heading its way, and its timer restarts at 10; else
     its timer counts down."""
     subs = alive & en.sub
-    shot = en.shot
-    firing = subs & (shot == 0)
-    shot -= subs
+    firing = subs & (en.shot == 0)
+    en.shot -= subs
     if not firing.any():
         return
-    shot[firing] = ENEMY_SHOT_INTERVAL
-    rows, slots = firing.nonzero()
-    x = en.x[rows, slots]
-    inside = (x >= 0) & (x < GRID)  # a bullet fired off the board leaves it at once
-    rows, slots, x = rows[inside], slots[inside], x[inside]
-    cell = rows * GRID + en.y[rows, slots]
-    right = en.right[rows, slots]
-    np.bitwise_or.at(s.eb_right.reshape(-1), cell[right], _BIT[x[right]])
-    np.bitwise_or.at(s.eb_left.reshape(-1), cell[~right], _BIT[x[~right]])
+    en.shot[firing] = ENEMY_SHOT_INTERVAL
+    flat, (x, y, dx) = _alive(firing, en.x, en.y, en.dx)
+    inside = x.view(np.uint8) < GRID  # a bullet fired off the board leaves it at once
+    board = (dx > 0).view(np.int8)[inside] * np.intp(GRID)  # 0 left, 1 right
+    board += y[inside]
+    board *= firing.shape[1]
+    board += e.flat_env(e.env_index).take(flat[inside])
+    np.bitwise_or.at(e.eb.reshape(-1), board, _BIT.take(x[inside]))
 
 
-def move_enemy_bullets(s: State, terminated: np.ndarray) -> None:
+def move_enemy_bullets(s: SeaquestState, e: Slots, terminated: np.ndarray) -> None:
     """Enemy bullets move a column their way, leaving the board at its sides; one in the
     submarine's cell before or after the move ends the episode."""
-    rows = np.arange(len(s))
-    y = s.sub_y
-    me = _BIT[s.sub_x]
-    left = s.eb_left
-    right = s.eb_right
-    before = (left[rows, y] | right[rows, y]) & me
-    left >>= 1
-    right <<= 1
-    right &= _ROW_BITS
-    after = (left[rows, y] | right[rows, y]) & me
-    terminated |= (before | after) != 0
+    at = np.multiply(s.sub_y, len(s), dtype=np.intp)  # the submarine's row of a board
+    at += e.env_index
+    near = e.eb.reshape(2, -1).take(at, axis=1)  # (left-movers, right-movers)
+    near &= _REACH.take(s.sub_x, axis=1)
+    terminated |= (near[0] | near[1]) != 0
+    e.eb_left >>= 1
+    e.eb_right <<= 1
+    e.eb_right &= _ROW_BITS
 
 
-def count_down_timers(s: State) -> None:
-    """The spawn timers and the gun's cool-down count down to 0."""
-    for timer in (s.e_spawn_timer, s.d_spawn_timer, s.shot_timer):
-        timer -= timer > 0
+def count_down_timers(s: SeaquestState) -> None:
+    """The gun's cool-down and the spawn timers count down to 0."""
+    timers = fields_view(s, ("shot_timer", "e_spawn_timer", "d_spawn_timer"))
+    timers -= timers > 0
 
 
-def breathe(s: State, reward: np.ndarray, terminated: np.ndarray, ramping: bool) -> None:
+def breathe(s: SeaquestState, reward: np.ndarray, terminated: np.ndarray, ramping: bool
+            ) -> None:
     """No oxygen left ends the episode. Under water the submarine uses a unit of oxygen.
     Reaching the surface (the first step there) with no diver ends the episode; else it
     refills the oxygen, pays ``oxygen * 10 // 200`` if 6 divers were on board (and sets
@@ -547,8 +654,8 @@ def breathe(s: State, reward: np.ndarray, terminated: np.ndarray, ramping: bool)
     terminated |= s.oxygen <= 0
     under = s.sub_y > 0
     s.oxygen -= under
-    s.surface &= ~under
-    arriving = ~under & ~s.surface
+    arriving = ~(under | s.surface)
+    np.greater(s.surface, under, out=s.surface)  # surface and not under water
     if not arriving.any():
         return
     idx = arriving.nonzero()[0]
