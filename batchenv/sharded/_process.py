@@ -195,7 +195,6 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
             reply(("error", _describe(exc)))
         else:
             reply(("ok", result))
-    del control, actions
     views.clear()
     for block in blocks.values():
         try:
@@ -403,10 +402,9 @@ class ProcessBackend:
         replies: list[Any] = []
         failures: list[tuple[int, str, BaseException | None]] = []
         for k in shards:
-            message = self._wait_done(k, deadline)
-            if message is None:
-                message = (("ok", None) if self._control[_STATUS, k] == OK
-                           else self._receive(k, deadline))
+            waited = self._wait_done(k, deadline)
+            message: Any = waited or (("ok", None) if self._control[_STATUS, k] == OK
+                                      else self._receive(k, deadline))
             if message == "hung":
                 self.resources.hung.add(k)
                 failures.append((k, f"did not answer {what} within {timeout} s", None))
