@@ -140,8 +140,8 @@ def _write(views: dict[str, np.ndarray], out: StepOut) -> None:
 
 
 def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[str, Any],
-                specs: dict[str, tuple], conn: connection.Connection, go: Any, done: Any
-                ) -> None:
+                specs: dict[str, tuple], conn: connection.Connection, go: Any, done: Any,
+                spin: float) -> None:
     """A worker's loop: build the shard, then serve commands until CLOSE or the driver is
     gone (see the module docstring for the handshake)."""
     # Ctrl-C goes to the whole process group: the driver handles it and closes us.
@@ -168,7 +168,7 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
     adopt_buffers(shard.env, views)
     actions = views["actions"]
     reply(("ok", os.getpid()))
-    while _wait_go(go, conn):
+    while _wait_go(go, conn, spin):
         kind = control[_KIND, k]
         if kind == STEP:  # the fast path: no pipe, no pickle
             try:
@@ -203,11 +203,11 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
             pass
 
 
-def _wait_go(go: Any, conn: connection.Connection) -> bool:
+def _wait_go(go: Any, conn: connection.Connection, spin: float) -> bool:
     """Take the driver's next ``go`` (True), or False if the driver is gone."""
     if go.acquire(False):
         return True
-    until = time.perf_counter() + _WORKER_SPIN
+    until = time.perf_counter() + spin
     while time.perf_counter() < until:
         _yield()
         if go.acquire(False):
@@ -319,6 +319,7 @@ class ProcessBackend:
                  start_method: str | None, timeout: float | None) -> None:
         self.bounds = bounds
         self.timeout = timeout
+        self._spin = _DRIVER_SPIN  # read here, so that a benchmark may set it per env
         self.resources = _Resources()
         try:
             self._start(env_cls, env_kwargs, layout, start_method)
@@ -354,7 +355,7 @@ class ProcessBackend:
             proc = ctx.Process(target=worker_main, daemon=True,
                                name=f"batchenv-shard-{k}",
                                args=(env_cls, k, bounds[k], bounds[k + 1], env_kwargs,
-                                     self._specs, child, go, done))
+                                     self._specs, child, go, done, _WORKER_SPIN))
             res.go.append(go)
             res.done.append(done)
             proc.start()
@@ -425,7 +426,7 @@ class ProcessBackend:
         done = self.resources.done[k]
         if done.acquire(False):
             return None
-        until = time.perf_counter() + _DRIVER_SPIN
+        until = time.perf_counter() + self._spin
         while time.perf_counter() < until:
             _yield()
             if done.acquire(False):
