@@ -58,27 +58,64 @@ SHM_PREFIX = "batchenv_"
 _JOIN_SECONDS = 2.0  # a worker asked to exit gets this long before terminate()
 _KILL_SECONDS = 1.0  # ... and this long after terminate() before kill()
 
-# The control array: row _KIND (set by the driver before go), row _STATUS (set by the
-# worker before done), one column per worker.
-_KIND, _STATUS = 0, 1
+# The control array, one column per worker: row _KIND (set by the driver before go), row
+# _STATUS (set by the worker before done), and the time (perf_counter_ns, one clock for
+# all processes) at which go / done was last posted.
+_KIND, _STATUS, _GO_POSTED, _DONE_POSTED = 0, 1, 2, 3
 STEP, MESSAGE, CLOSE = 1, 2, 3  # kinds: step the shard / read the pipe / exit
 OK, REPLY = 0, 1  # statuses: nothing to read / a reply follows in the pipe
 
 #: Seconds a worker polls ``go`` after a command before it blocks. Back-to-back steps
 #: (the driver's work between two steps is shorter than this) then never put the worker
-#: to sleep, which is what a sharded step costs otherwise; the price is that an idle
-#: worker keeps a core busy this long, yielding it at each turn (``sched_yield``), so the
-#: driver's own work (a policy) is delayed only when the scheduler hands that core to the
-#: spinning worker.
+#: to sleep and wake it up again, which is most of what a sharded step costs otherwise.
+#: The price: an idle worker keeps a core busy this long after each command, yielding it
+#: at each turn (``sched_yield``), so the driver's own work between steps (a policy) is
+#: delayed only when the scheduler hands that core to the polling worker.
 _WORKER_SPIN = 1e-3
-#: Seconds the driver polls ``done`` before it blocks: long enough to catch a small
-#: shard's step without a sleep and a wake-up, short enough that a driver waiting for
-#: large shards soon leaves the cores to the workers (it yields at each turn meanwhile).
+#: Seconds the driver polls ``done`` before it blocks: a step of a large shard (~0.5 ms
+#: for 32,768 BatchPong envs) is caught without a sleep and a wake-up; while it polls, the
+#: driver yields its core at each turn, so a worker sharing that core keeps it.
 _DRIVER_SPIN = 1e-3
+#: Polling pays only while a yield gives the core to our own peer, which posts and yields
+#: it back within µs. On a machine busy with other work, a yield hands the core to another
+#: process for a whole time slice (ms), far longer than a blocked process takes to be
+#: woken by the post. So a poller that notices a post this late (ns) stops polling, and
+#: blocks at once for the next _PAUSE seconds.
+_LATE_NS = 200_000
+_PAUSE = 0.5
 #: A blocking wait is cut into slices this long, to notice a dead peer.
 _SLICE = 0.05
 
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+class _Poller:
+    """Polls a semaphore for up to ``seconds`` before the caller blocks on it, while polling
+    pays (``_LATE_NS``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.paused_until = 0.0
+
+    def take(self, sem: Any, posted: np.ndarray, k: int) -> bool:
+        """True if ``sem`` was taken (``posted[k]``: when it was posted); False: block."""
+        if sem.acquire(False):
+            return True
+        now = time.perf_counter()
+        if now < self.paused_until or not self.seconds:
+            return False
+        until = now + self.seconds
+        while True:
+            _yield()
+            if sem.acquire(False):
+                if time.perf_counter_ns() - int(posted[k]) > _LATE_NS:
+                    self.paused_until = time.perf_counter() + _PAUSE
+                return True
+            now = time.perf_counter()
+            if now > until:
+                if (now - until) * 1e9 > _LATE_NS:  # a yield came back that late
+                    self.paused_until = now + _PAUSE
+                return False
 
 
 def _describe(exc: BaseException) -> tuple[str, str, str, bytes | None]:
@@ -155,9 +192,13 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
             views[key] = full[:, start:stop] if key == "flags" else full[start:stop]
     views["terminated"], views["truncated"] = views["flags"]
 
+    def post(status: int) -> None:
+        control[_STATUS, k] = status
+        control[_DONE_POSTED, k] = time.perf_counter_ns()
+        done.release()
+
     def reply(message: tuple) -> None:
-        control[_STATUS, k] = REPLY
-        done.release()  # before sending: the driver reads while we write
+        post(REPLY)  # before sending: the driver reads while we write
         conn.send(message)
 
     try:
@@ -168,7 +209,8 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
     adopt_buffers(shard.env, views)
     actions = views["actions"]
     reply(("ok", os.getpid()))
-    while _wait_go(go, conn, spin):
+    poller = _Poller(spin)
+    while _wait_go(go, conn, poller, control[_GO_POSTED], k):
         kind = control[_KIND, k]
         if kind == STEP:  # the fast path: no pipe, no pickle
             try:
@@ -180,8 +222,7 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
             if out.info:
                 reply(("ok", out.info))
             else:
-                control[_STATUS, k] = OK
-                done.release()
+                post(OK)
             continue
         if kind == CLOSE:
             break
@@ -203,15 +244,11 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
             pass
 
 
-def _wait_go(go: Any, conn: connection.Connection, spin: float) -> bool:
+def _wait_go(go: Any, conn: connection.Connection, poller: _Poller, posted: np.ndarray,
+             k: int) -> bool:
     """Take the driver's next ``go`` (True), or False if the driver is gone."""
-    if go.acquire(False):
+    if poller.take(go, posted, k):
         return True
-    until = time.perf_counter() + spin
-    while time.perf_counter() < until:
-        _yield()
-        if go.acquire(False):
-            return True
     while not go.acquire(True, _SLICE):
         if conn.poll(0):  # the driver posts go before it sends: without a go pending,
             return bool(go.acquire(False))  # a readable pipe is its end closing
@@ -319,7 +356,7 @@ class ProcessBackend:
                  start_method: str | None, timeout: float | None) -> None:
         self.bounds = bounds
         self.timeout = timeout
-        self._spin = _DRIVER_SPIN  # read here, so that a benchmark may set it per env
+        self._poller = _Poller(_DRIVER_SPIN)  # read here: a benchmark may set it per env
         self.resources = _Resources()
         try:
             self._start(env_cls, env_kwargs, layout, start_method)
@@ -346,7 +383,7 @@ class ProcessBackend:
             ctx.set_forkserver_preload(["batchenv"])
         res = self.resources
         num_shards = len(bounds) - 1
-        res.control, self._specs["control"] = self._new_array("control", (2, num_shards),
+        res.control, self._specs["control"] = self._new_array("control", (4, num_shards),
                                                               np.int64)
         self._control = res.control
         for k in range(num_shards):
@@ -381,13 +418,13 @@ class ProcessBackend:
     def start(self, k: int, cmd: str, arg: Any = None) -> None:
         """Send shard ``k`` a command; ``finish`` waits for its reply."""
         res = self.resources
+        control = self._control
+        control[_KIND, k] = STEP if cmd == "step" else MESSAGE
+        control[_GO_POSTED, k] = time.perf_counter_ns()
+        res.go[k].release()
         if cmd == "step":  # the actions are in shared memory already
-            self._control[_KIND, k] = STEP
-            res.go[k].release()
             return
-        self._control[_KIND, k] = MESSAGE
-        res.go[k].release()  # before sending: the worker reads while we write
-        try:
+        try:  # after go: the worker reads while we write
             res.conns[k].send((cmd, arg))
         except (OSError, ValueError):  # its end is closed: finish() reports how it died
             pass
@@ -424,13 +461,8 @@ class ProcessBackend:
     def _wait_done(self, k: int, deadline: float | None) -> str | None:
         """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``)."""
         done = self.resources.done[k]
-        if done.acquire(False):
+        if self._poller.take(done, self._control[_DONE_POSTED], k):
             return None
-        until = time.perf_counter() + self._spin
-        while time.perf_counter() < until:
-            _yield()
-            if done.acquire(False):
-                return None
         proc = self.resources.processes[k]
         while True:
             left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
