@@ -20,13 +20,14 @@ messages (a policy's weights, ``get_state`` of a big batch) from deadlocking on 
 pipe. Commands and replies alternate per worker, so one kind slot and one status slot
 suffice.
 
-**Waiting.** Both sides first poll their semaphore for a short while (a *spin*, yielding
-the core at each turn), then block. A step round trip is then a few µs when the other side
-answers soon, instead of two sleeping processes woken by pipe writes (~150-300 µs here);
-see ``_WORKER_SPIN`` and ``_DRIVER_SPIN`` for what the spins cost. A blocking wait is cut
-in slices of ``_SLICE`` seconds so that a dead peer is noticed: the driver checks its
-workers' sentinels (a killed worker raises ``ShardError`` within a slice), a worker checks
-its pipe (the driver's end closes when the driver dies).
+**Waiting.** Both sides first poll their semaphore for a short while (yielding the core
+at each turn), then block: back-to-back steps then put no process to sleep and wake none,
+which is what the pipe round trip used to cost. Polling stops for a while when it noticed
+a post late (a busy machine: see ``_LATE_NS``); docs/scaling-out.md gives the constants'
+measured effects. A blocking wait is cut in slices of ``_SLICE`` seconds so that a dead
+peer is noticed: the driver checks its workers' sentinels (a killed worker raises
+``ShardError`` within a slice), a worker checks its pipe (the driver's end closes when the
+driver dies).
 
 Clean-up is owned by a :class:`_Resources` object that ``weakref.finalize`` calls on
 ``close()``, when the env is garbage-collected, and at interpreter exit; the stdlib's
@@ -72,15 +73,15 @@ OK, REPLY = 0, 1  # statuses: nothing to read / a reply follows in the pipe
 #: at each turn (``sched_yield``), so the driver's own work between steps (a policy) is
 #: delayed only when the scheduler hands that core to the polling worker.
 _WORKER_SPIN = 1e-3
-#: Seconds the driver polls ``done`` before it blocks: a step of a large shard (~0.5 ms
-#: for 32,768 BatchPong envs) is caught without a sleep and a wake-up; while it polls, the
-#: driver yields its core at each turn, so a worker sharing that core keeps it.
+#: Seconds the driver polls ``done`` before it blocks: the step of a large shard is caught
+#: without a sleep and a wake-up; while it polls, the driver yields its core at each turn,
+#: so a worker sharing that core (2 workers and the driver on 2 cores) keeps it.
 _DRIVER_SPIN = 1e-3
 #: Polling pays only while a yield gives the core to our own peer, which posts and yields
-#: it back within µs. On a machine busy with other work, a yield hands the core to another
-#: process for a whole time slice (ms), far longer than a blocked process takes to be
-#: woken by the post. So a poller that notices a post this late (ns) stops polling, and
-#: blocks at once for the next _PAUSE seconds.
+#: it back at once. On a machine busy with other work, a yield hands the core to another
+#: process for a whole time slice, far longer than a blocked process takes to be woken by
+#: the post. So a poller that notices a post this late (ns) stops polling, and blocks at
+#: once for the next _PAUSE seconds.
 _LATE_NS = 200_000
 _PAUSE = 0.5
 #: A blocking wait is cut into slices this long, to notice a dead peer.
