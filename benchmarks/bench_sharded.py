@@ -5,6 +5,7 @@
     python benchmarks/bench_sharded.py --only process --rounds 7
     python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
     python benchmarks/bench_sharded.py --only spin     # A/B of the process handshake's spins
+    python benchmarks/bench_sharded.py --only driver-shard  # one shard stepped by the driver
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
@@ -23,6 +24,11 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   the same semaphores waited on at once (spins set to 0): what the spins buy, 2 workers,
   at 64 state envs, 65,536 state envs and 4,096 pixel envs (ratio = no-spin time / spin
   time).
+
+* ``--only driver-shard``: a design not built, measured through the public API: the driver
+  steps half of 65,536 state envs itself (a ``BatchPong(32768)``) between ``step_async``
+  and ``step_wait`` of a one-worker sharded env holding the other half (two processes on
+  two cores instead of three), against one process and against two workers.
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -183,6 +189,46 @@ def spin_cases(rounds: int, results: dict) -> None:
         compare(label, lambda: sharded(spin=False), sharded, calls, rounds, results)
 
 
+def driver_shard_cases(rounds: int, results: dict) -> None:
+    """Half of the batch stepped in the driver, half in one worker (see the docstring)."""
+    n, half = 65536, 32768
+
+    def one():
+        env = BatchPong(n, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, n)
+
+    def mixed():
+        remote = ShardedVectorEnv(BatchPong, half, num_workers=1, copy=False)
+        local = BatchPong(half, copy=False)
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        rng = np.random.default_rng(0)
+        actions = [rng.integers(0, 3, n) for _ in range(8)]
+        counter = iter(range(1 << 62))
+
+        def step() -> None:
+            a = actions[next(counter) & 7]
+            remote.step_async(a[half:])
+            local.step(a[:half])
+            remote.step_wait()
+
+        class Both:
+            def close(self) -> None:
+                remote.close()
+                local.close()
+
+        return Both(), step
+
+    def sharded():
+        env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, n)
+
+    compare("driver + 1 worker 65536", one, mixed, 20, rounds, results)
+    compare("2 workers 65536", one, sharded, 20, rounds, results)
+
+
 def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
     """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
     (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
@@ -296,10 +342,12 @@ def cluster_case(rounds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray", "cluster", "spin"], default=None,
+    p.add_argument("--only", choices=["process", "ray", "cluster", "spin", "driver-shard"],
+                   default=None,
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
                         "figures for docs/scaling-out.md; spin: an A/B of the process "
-                        "handshake's spins; neither is run by default)")
+                        "handshake's spins; driver-shard: half the batch stepped by the "
+                        "driver; none of these three is run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     args = p.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -314,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster_case(args.rounds)
     if args.only == "spin":
         spin_cases(args.rounds, results)
+    if args.only == "driver-shard":
+        driver_shard_cases(args.rounds, results)
     missed = []
     ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
