@@ -4,6 +4,8 @@
     python benchmarks/bench_sharded.py --no-targets  # just print
     python benchmarks/bench_sharded.py --only process --rounds 7
     python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
+    python benchmarks/bench_sharded.py --only spin     # A/B of the process handshake's spins
+    python benchmarks/bench_sharded.py --only driver-shard  # one shard stepped by the driver
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
@@ -17,6 +19,16 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
 * ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
   held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
   (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
+
+* ``--only spin``: the process backend's handshake with its spins (the default) against
+  the same semaphores waited on at once (spins set to 0): what the spins buy, 2 workers,
+  at 64 state envs, 65,536 state envs and 4,096 pixel envs (ratio = no-spin time / spin
+  time).
+
+* ``--only driver-shard``: a design not built, measured through the public API: the driver
+  steps half of 65,536 state envs itself (a ``BatchPong(32768)``) between ``step_async``
+  and ``step_wait`` of a one-worker sharded env holding the other half (two processes on
+  two cores instead of three), against one process and against two workers.
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -155,6 +167,68 @@ def process_cases(rounds: int, results: dict) -> None:
     collect_case("process collect 2x32768", "process", rounds, results)
 
 
+def spin_cases(rounds: int, results: dict) -> None:
+    """The process handshake with its spins against the same semaphores waited on at once
+    (``_WORKER_SPIN = _DRIVER_SPIN = 0``, read when an env starts)."""
+    from batchenv.sharded import _process
+
+    spins = _process._WORKER_SPIN, _process._DRIVER_SPIN
+    for label, n, kwargs, calls in (("spin A/B state 64", 64, {}, 300),
+                                    ("spin A/B state 65536", 65536, {}, 20),
+                                    ("spin A/B pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
+        def sharded(n=n, kwargs=kwargs, spin=True):
+            if not spin:
+                _process._WORKER_SPIN = _process._DRIVER_SPIN = 0.0
+            try:
+                env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
+            finally:
+                _process._WORKER_SPIN, _process._DRIVER_SPIN = spins
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        compare(label, lambda: sharded(spin=False), sharded, calls, rounds, results)
+
+
+def driver_shard_cases(rounds: int, results: dict) -> None:
+    """Half of the batch stepped in the driver, half in one worker (see the docstring)."""
+    n, half = 65536, 32768
+
+    def one():
+        env = BatchPong(n, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, n)
+
+    def mixed():
+        remote = ShardedVectorEnv(BatchPong, half, num_workers=1, copy=False)
+        local = BatchPong(half, copy=False)
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        rng = np.random.default_rng(0)
+        actions = [rng.integers(0, 3, n) for _ in range(8)]
+        counter = iter(range(1 << 62))
+
+        def step() -> None:
+            a = actions[next(counter) & 7]
+            remote.step_async(a[half:])
+            local.step(a[:half])
+            remote.step_wait()
+
+        class Both:
+            def close(self) -> None:
+                remote.close()
+                local.close()
+
+        return Both(), step
+
+    def sharded():
+        env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False)
+        env.reset(seed=0)
+        return env, stepper(env, n)
+
+    compare("driver + 1 worker 65536", one, mixed, 20, rounds, results)
+    compare("2 workers 65536", one, sharded, 20, rounds, results)
+
+
 def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
     """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
     (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
@@ -268,9 +342,12 @@ def cluster_case(rounds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray", "cluster"], default=None,
+    p.add_argument("--only", choices=["process", "ray", "cluster", "spin", "driver-shard"],
+                   default=None,
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
-                        "figures for docs/scaling-out.md; not run by default)")
+                        "figures for docs/scaling-out.md; spin: an A/B of the process "
+                        "handshake's spins; driver-shard: half the batch stepped by the "
+                        "driver; none of these three is run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     args = p.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -283,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
         ray_cases(args.rounds, results)
     if args.only == "cluster":
         cluster_case(args.rounds)
+    if args.only == "spin":
+        spin_cases(args.rounds, results)
+    if args.only == "driver-shard":
+        driver_shard_cases(args.rounds, results)
     missed = []
     ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
@@ -297,8 +378,10 @@ def main(argv: list[str] | None = None) -> int:
             missed.append(name)
         of_ceiling = ("" if ceiling is None or name.startswith("ceiling")
                       else f"  ({ratio / ceiling:.0%} of the ceiling)")
-        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  one process "
-              f"{t_one * 1e3:8.2f} ms/call, sharded {t_sharded * 1e3:8.2f} ms/call"
+        first, second = ("no spin", "spin") if name.startswith("spin") else (
+            "one process", "sharded")
+        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  {first} "
+              f"{t_one * 1e3:8.2f} ms/call, {second} {t_sharded * 1e3:8.2f} ms/call"
               f"{'' if target is None else f'  target {target}x'}{verdict}{of_ceiling}")
     print(f"# load average {os.getloadavg()[0]:.1f} at the end")
     if missed and not args.no_targets:

@@ -332,6 +332,30 @@ def test_collect_matches_stepping_unsharded(mode: AutoresetMode) -> None:
 
 
 # ---------------------------------------------------------------------- faults
+class TroubleCounter(CounterEnv):
+    """CounterEnv whose step, for the handshake's rare paths (module level: the workers
+    import it): raises when an action is 4, sleeps ``nap`` seconds when one is 3, and every
+    ``info_every``-th call returns an info entry (arrays over the rows, as Gymnasium's
+    vector infos are), so that replies alternate between the fast path and the pipe."""
+
+    def __init__(self, num_envs: int | None = None, *, nap: float = 0.0,
+                 info_every: int = 0, **kwargs) -> None:
+        super().__init__(num_envs, **kwargs)
+        self.nap, self.info_every, self.calls = nap, info_every, 0
+
+    def step(self, actions):
+        a = np.asarray(actions)
+        if (a == 4).any():
+            raise ValueError(f"action 4 at local rows {np.flatnonzero(a == 4).tolist()}")
+        if (a == 3).any():
+            time.sleep(self.nap)
+        obs, reward, terminated, truncated, info = super().step(actions)
+        self.calls += 1
+        if self.info_every and self.calls % self.info_every == 0:
+            info = {**info, "doubled": 2 * np.asarray(obs), "_doubled": np.ones(len(a), bool)}
+        return obs, reward, terminated, truncated, info
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGSEGV"])
 def test_a_dead_worker_is_named_and_close_cleans_up(how: str) -> None:
     env = ShardedVectorEnv(BatchPong, N, num_workers=2)
@@ -359,6 +383,105 @@ def test_an_exception_in_a_worker_is_named_with_its_cause() -> None:
     finally:
         env.close()
     assert not any(alive(pid) for pid in env.worker_pids)
+
+
+def test_a_worker_killed_mid_step_is_named_within_the_timeout() -> None:
+    """Shard 1 sleeps inside its step (the fast path: no pipe message in flight) and is
+    killed there: step_wait reports it long before the timeout, and close() cleans up."""
+    env = ShardedVectorEnv(TroubleCounter, 6, num_workers=2, nap=30.0, timeout=20.0)
+    pids = env.worker_pids
+    env.reset(seed=0)
+    actions = np.array([0, 1, 2, 3, 0, 0])  # a 3 in shard 1's rows only
+    env.step_async(actions)
+    time.sleep(0.3)  # shard 0 has answered, shard 1 sleeps in its step
+    os.kill(pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(ShardError, match=r"shard 1 \(rows 3\.\.5\) died during step "
+                                         r"\(killed by signal SIGKILL\)") as err:
+        env.step_wait()
+    assert time.monotonic() - start < 10.0  # a bound, not a measurement (timeout 20 s)
+    assert err.value.others == []
+    env.close()
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_an_exception_in_a_step_is_named_and_the_env_closes() -> None:
+    """A step that raises in shard 0 (the reply goes through the pipe): ShardError names
+    shard 0 and its rows, with the worker's exception as the cause; shard 1 answered."""
+    env = ShardedVectorEnv(TroubleCounter, 6, num_workers=2)
+    pids = env.worker_pids
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(6, np.int64))  # the fast path works
+        with pytest.raises(ShardError, match=r"shard 0 \(rows 0\.\.2\) raised ValueError: "
+                                             r"action 4 at local rows \[1\]") as err:
+            env.step(np.array([0, 4, 0, 0, 0, 0]))
+        assert isinstance(err.value.__cause__, ValueError) and err.value.others == []
+        with pytest.raises(ShardError, match="unusable"):
+            env.step(np.zeros(6, np.int64))
+    finally:
+        env.close()
+    assert not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.parametrize("info_every", [1, 3])
+def test_step_infos_come_through_the_pipe(info_every: int) -> None:
+    """An env whose step returns info entries (every step, or every third so that fast and
+    pipe replies alternate): the sharded infos equal the unsharded env's, in all modes."""
+    for mode in AutoresetMode:
+        kwargs = dict(autoreset_mode=mode, max_count=4, max_episode_steps=6,
+                      info_every=info_every)
+        ref = TroubleCounter(7, **kwargs)
+        env = ShardedVectorEnv(TroubleCounter, 7, num_workers=2, **kwargs)
+        try:
+            assert np.array_equal(env.reset(seed=0)[0], ref.reset(seed=0)[0])
+            with_info = 0
+            for t in range(12):
+                a = np.random.default_rng(t).integers(0, 3, 7)
+                ref_out, out = ref.step(a), env.step(a)
+                assert_same_step(ref_out, out, f"{mode} step {t}")
+                if "doubled" in ref_out[4]:
+                    with_info += 1
+                    assert np.array_equal(ref_out[4]["doubled"], out[4]["doubled"])
+                    assert np.array_equal(ref_out[4]["_doubled"], out[4]["_doubled"])
+            assert with_info == 12 // info_every
+        finally:
+            env.close()
+            ref.close()
+
+
+def test_a_post_noticed_late_pauses_polling() -> None:
+    """The handshake's poller: a post it notices late (a yield gave the core away for long)
+    makes it stop polling for a while, so the caller blocks at once."""
+    import threading
+
+    from batchenv.sharded._process import _LATE_NS, _Poller
+
+    sem = threading.Semaphore(0)
+    posted = np.zeros(1, np.int64)
+
+    def post_late() -> None:
+        time.sleep(0.05)
+        posted[0] = time.perf_counter_ns() - 10 * _LATE_NS  # as if posted long before seen
+        sem.release()
+
+    poller = _Poller(5.0)
+    threading.Thread(target=post_late).start()
+    assert poller.take(sem, posted, 0)  # taken while polling, but late
+    start = time.monotonic()
+    assert not poller.take(sem, posted, 0)  # paused: no 5 s poll, the caller blocks
+    assert time.monotonic() - start < 2.5  # a bound, not a measurement
+    assert not _Poller(0.0).take(sem, posted, 0)  # polling off: block at once
+
+
+def test_semaphores_are_unlinked_on_close() -> None:
+    """The handshake's named POSIX semaphores (/dev/shm/sem.*) go with the env."""
+    env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
+    res = env._backend.resources
+    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in res.go + res.done]
+    assert len(names) == 4 and all(os.path.exists(name) for name in names)
+    env.close()
+    assert not any(os.path.exists(name) for name in names)
 
 
 def test_a_hung_worker_times_out_and_close_returns() -> None:

@@ -3,9 +3,10 @@
 numpy runs each kernel on one core. A ``ShardedVectorEnv`` of ``num_envs`` envs holds
 ``num_workers`` shards; shard k is an ordinary ``BatchEnv`` over the contiguous rows
 ``[a_k, b_k)`` (``a_k = k * num_envs // num_workers``), in its own process
-(``backend="process"``: outputs in shared memory, one small message per worker per step) or
-Ray actor (``backend="ray"``: on any machine of a Ray cluster). To the user it is one
-Gymnasium ``VectorEnv`` that returns exactly what the unsharded env returns:
+(``backend="process"``: outputs in shared memory, a step signalled through two semaphores
+per worker, no message) or Ray actor (``backend="ray"``: on any machine of a Ray
+cluster). To the user it is one Gymnasium ``VectorEnv`` that returns exactly what the
+unsharded env returns:
 
 * ``reset(seed=s)`` seeds shard k with ``s + a_k`` (a seed list is split by rows), so row i
   behaves like a batch of one seeded ``s + i``, whatever ``num_workers``;

@@ -3,14 +3,36 @@
 Every output array of the batch (observations, rewards, the terminated/truncated block,
 actions, SAME_STEP's final observations and their mask) is one
 ``multiprocessing.shared_memory`` block laid out as the whole batch; worker k reads and
-writes only its rows ``[a_k, b_k)``. A step is then one small message each way per worker
-("step" / "ok"), whatever the observation size. Workers start by ``forkserver`` (Linux) or
-``spawn``: never ``fork``, which would copy the driver's threads' locks (torch, Ray, the
-user's) in whatever state they are.
+writes only its rows ``[a_k, b_k)``. Workers start by ``forkserver`` (Linux) or ``spawn``:
+never ``fork``, which would copy the driver's threads' locks (torch, Ray, the user's) in
+whatever state they are.
+
+**The handshake.** Each worker has two semaphores, ``go`` (driver to worker) and ``done``
+(worker to driver), and a slot in a shared ``control`` array: the command kind the driver
+sets before posting ``go``, the status the worker sets before posting ``done``. A step
+needs nothing else: the actions are already in shared memory, so the driver sets STEP and
+posts ``go``, and the worker steps and posts ``done``; no pipe, no pickle. Every other
+command (reset, get_state, collect, ...) is kind MESSAGE: ``go`` is posted first, then the
+command is pickled through the worker's pipe. A reply that carries data (any reply to a
+MESSAGE, a step's error or non-empty info) sets status REPLY, posts ``done`` and then
+sends; the driver reads the pipe when it sees REPLY. Posting before sending keeps large
+messages (a policy's weights, ``get_state`` of a big batch) from deadlocking on a full
+pipe. Commands and replies alternate per worker, so one kind slot and one status slot
+suffice.
+
+**Waiting.** Both sides first poll their semaphore for a short while (yielding the core
+at each turn), then block: back-to-back steps then put no process to sleep and wake none,
+which is what the pipe round trip used to cost. Polling stops for a while when it noticed
+a post late (a busy machine: see ``_LATE_NS``); docs/scaling-out.md gives the constants'
+measured effects. A blocking wait is cut in slices of ``_SLICE`` seconds so that a dead
+peer is noticed: the driver checks its workers' sentinels (a killed worker raises
+``ShardError`` within a slice), a worker checks its pipe (the driver's end closes when the
+driver dies).
 
 Clean-up is owned by a :class:`_Resources` object that ``weakref.finalize`` calls on
 ``close()``, when the env is garbage-collected, and at interpreter exit; the stdlib's
-resource tracker (shared by the workers) also unlinks the blocks if the driver is killed.
+resource tracker (shared by the workers) also unlinks the blocks and the semaphores if the
+driver is killed.
 """
 
 from __future__ import annotations
@@ -36,6 +58,65 @@ from batchenv.sharded._shard import Shard, StepOut
 SHM_PREFIX = "batchenv_"
 _JOIN_SECONDS = 2.0  # a worker asked to exit gets this long before terminate()
 _KILL_SECONDS = 1.0  # ... and this long after terminate() before kill()
+
+# The control array, one column per worker: row _KIND (set by the driver before go), row
+# _STATUS (set by the worker before done), and the time (perf_counter_ns, one clock for
+# all processes) at which go / done was last posted.
+_KIND, _STATUS, _GO_POSTED, _DONE_POSTED = 0, 1, 2, 3
+STEP, MESSAGE, CLOSE = 1, 2, 3  # kinds: step the shard / read the pipe / exit
+OK, REPLY = 0, 1  # statuses: nothing to read / a reply follows in the pipe
+
+#: Seconds a worker polls ``go`` after a command before it blocks. Back-to-back steps
+#: (the driver's work between two steps is shorter than this) then never put the worker
+#: to sleep and wake it up again, which is most of what a sharded step costs otherwise.
+#: The price: an idle worker keeps a core busy this long after each command, yielding it
+#: at each turn (``sched_yield``), so the driver's own work between steps (a policy) is
+#: delayed only when the scheduler hands that core to the polling worker.
+_WORKER_SPIN = 1e-3
+#: Seconds the driver polls ``done`` before it blocks: the step of a large shard is caught
+#: without a sleep and a wake-up; while it polls, the driver yields its core at each turn,
+#: so a worker sharing that core (2 workers and the driver on 2 cores) keeps it.
+_DRIVER_SPIN = 1e-3
+#: Polling pays only while a yield gives the core to our own peer, which posts and yields
+#: it back at once. On a machine busy with other work, a yield hands the core to another
+#: process for a whole time slice, far longer than a blocked process takes to be woken by
+#: the post. So a poller that notices a post this late (ns) stops polling, and blocks at
+#: once for the next _PAUSE seconds.
+_LATE_NS = 200_000
+_PAUSE = 0.5
+#: A blocking wait is cut into slices this long, to notice a dead peer.
+_SLICE = 0.05
+
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+class _Poller:
+    """Polls a semaphore for up to ``seconds`` before the caller blocks on it, while polling
+    pays (``_LATE_NS``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.paused_until = 0.0
+
+    def take(self, sem: Any, posted: np.ndarray, k: int) -> bool:
+        """True if ``sem`` was taken (``posted[k]``: when it was posted); False: block."""
+        if sem.acquire(False):
+            return True
+        now = time.perf_counter()
+        if now < self.paused_until or not self.seconds:
+            return False
+        until = now + self.seconds
+        while True:
+            _yield()
+            if sem.acquire(False):
+                if time.perf_counter_ns() - int(posted[k]) > _LATE_NS:
+                    self.paused_until = time.perf_counter() + _PAUSE
+                return True
+            now = time.perf_counter()
+            if now > until:
+                if (now - until) * 1e9 > _LATE_NS:  # a yield came back that late
+                    self.paused_until = now + _PAUSE
+                return False
 
 
 def _describe(exc: BaseException) -> tuple[str, str, str, bytes | None]:
@@ -96,37 +177,66 @@ def _write(views: dict[str, np.ndarray], out: StepOut) -> None:
             views["final_obs"][out.final_rows] = out.final_obs
 
 
-def worker_main(env_cls: type, start: int, stop: int, env_kwargs: dict[str, Any],
-                specs: dict[str, tuple], conn: connection.Connection) -> None:
-    """A worker's loop: build the shard, then serve commands until "close" or EOF."""
+def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[str, Any],
+                specs: dict[str, tuple], conn: connection.Connection, go: Any, done: Any,
+                spin: float) -> None:
+    """A worker's loop: build the shard, then serve commands until CLOSE or the driver is
+    gone (see the module docstring for the handshake)."""
     # Ctrl-C goes to the whole process group: the driver handles it and closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     blocks: dict[str, SharedMemory] = {}
     views = {}
+    control = _attach(specs["control"], blocks)
     for key, spec in specs.items():
-        full = _attach(spec, blocks)
-        views[key] = full[:, start:stop] if key == "flags" else full[start:stop]
+        if key != "control":
+            full = _attach(spec, blocks)
+            views[key] = full[:, start:stop] if key == "flags" else full[start:stop]
     views["terminated"], views["truncated"] = views["flags"]
+
+    def post(status: int) -> None:
+        control[_STATUS, k] = status
+        control[_DONE_POSTED, k] = time.perf_counter_ns()
+        done.release()
+
+    def reply(message: tuple) -> None:
+        post(REPLY)  # before sending: the driver reads while we write
+        conn.send(message)
+
     try:
         shard = Shard(env_cls, stop - start, env_kwargs)
     except BaseException as exc:  # noqa: BLE001  (reported to the driver, which raises)
-        conn.send(("error", _describe(exc)))
+        reply(("error", _describe(exc)))
         return
     adopt_buffers(shard.env, views)
-    conn.send(("ok", os.getpid()))
-    while True:
+    actions = views["actions"]
+    reply(("ok", os.getpid()))
+    poller = _Poller(spin)
+    while _wait_go(go, conn, poller, control[_GO_POSTED], k):
+        kind = control[_KIND, k]
+        if kind == STEP:  # the fast path: no pipe, no pickle
+            try:
+                out = shard.step(actions)
+                _write(views, out)
+            except BaseException as exc:  # noqa: BLE001
+                reply(("error", _describe(exc)))
+                continue
+            if out.info:
+                reply(("ok", out.info))
+            else:
+                post(OK)
+            continue
+        if kind == CLOSE:
+            break
         try:
             cmd, arg = conn.recv()
         except (EOFError, OSError):  # the driver is gone
             break
-        if cmd == "close":
-            break
         try:
-            reply = _serve(shard, views, blocks, start, stop, cmd, arg)
+            result = _serve(shard, views, blocks, start, stop, cmd, arg)
         except BaseException as exc:  # noqa: BLE001
-            conn.send(("error", _describe(exc)))
+            reply(("error", _describe(exc)))
         else:
-            conn.send(("ok", reply))
+            reply(("ok", result))
     views.clear()
     for block in blocks.values():
         try:
@@ -135,12 +245,19 @@ def worker_main(env_cls: type, start: int, stop: int, env_kwargs: dict[str, Any]
             pass
 
 
+def _wait_go(go: Any, conn: connection.Connection, poller: _Poller, posted: np.ndarray,
+             k: int) -> bool:
+    """Take the driver's next ``go`` (True), or False if the driver is gone."""
+    if poller.take(go, posted, k):
+        return True
+    while not go.acquire(True, _SLICE):
+        if conn.poll(0):  # the driver posts go before it sends: without a go pending,
+            return bool(go.acquire(False))  # a readable pipe is its end closing
+    return True
+
+
 def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedMemory],
            start: int, stop: int, cmd: str, arg: Any) -> Any:
-    if cmd == "step":
-        out = shard.step(views["actions"])
-        _write(views, out)
-        return out.info
     if cmd == "reset":
         out = shard.reset(*arg)
         _write(views, out)
@@ -183,17 +300,18 @@ class _Resources:
         self.blocks: list[SharedMemory] = []
         self.processes: list[Any] = []
         self.conns: list[connection.Connection] = []
+        self.go: list[Any] = []
+        self.done: list[Any] = []
+        self.control: np.ndarray | None = None
         self.hung: set[int] = set()  # shards that timed out: killed without waiting
 
     def release(self) -> None:
         for k in self.hung:
             self.processes[k].kill()
-        for conn, proc in zip(self.conns, self.processes):
-            if proc.is_alive():
-                try:
-                    conn.send(("close", None))
-                except (OSError, ValueError):
-                    pass
+        for k, proc in enumerate(self.processes):
+            if proc.is_alive() and self.control is not None:
+                self.control[_KIND, k] = CLOSE
+                self.go[k].release()
         deadline = time.monotonic() + _JOIN_SECONDS
         for proc in self.processes:
             proc.join(max(0.0, deadline - time.monotonic()))
@@ -208,9 +326,12 @@ class _Resources:
                 proc.join(_KILL_SECONDS)
         for conn in self.conns:
             conn.close()
+        self.control = None
         for block in self.blocks:
             unlink(block)
         self.blocks.clear()
+        self.go.clear()  # the last reference: multiprocessing unlinks the semaphores
+        self.done.clear()
 
 
 def unlink(block: SharedMemory) -> None:
@@ -236,6 +357,7 @@ class ProcessBackend:
                  start_method: str | None, timeout: float | None) -> None:
         self.bounds = bounds
         self.timeout = timeout
+        self._poller = _Poller(_DRIVER_SPIN)  # read here: a benchmark may set it per env
         self.resources = _Resources()
         try:
             self._start(env_cls, env_kwargs, layout, start_method)
@@ -261,12 +383,19 @@ class ProcessBackend:
         if method == "forkserver":
             ctx.set_forkserver_preload(["batchenv"])
         res = self.resources
-        for k in range(len(bounds) - 1):
+        num_shards = len(bounds) - 1
+        res.control, self._specs["control"] = self._new_array("control", (4, num_shards),
+                                                              np.int64)
+        self._control = res.control
+        for k in range(num_shards):
             parent, child = ctx.Pipe()
+            go, done = ctx.Semaphore(0), ctx.Semaphore(0)
             proc = ctx.Process(target=worker_main, daemon=True,
                                name=f"batchenv-shard-{k}",
-                               args=(env_cls, bounds[k], bounds[k + 1], env_kwargs,
-                                     self._specs, child))
+                               args=(env_cls, k, bounds[k], bounds[k + 1], env_kwargs,
+                                     self._specs, child, go, done, _WORKER_SPIN))
+            res.go.append(go)
+            res.done.append(done)
             proc.start()
             child.close()
             res.processes.append(proc)
@@ -288,61 +417,86 @@ class ProcessBackend:
                 (block.name, tuple(shape), dtype.str))
 
     def start(self, k: int, cmd: str, arg: Any = None) -> None:
-        try:
-            self.resources.conns[k].send((cmd, arg))
+        """Send shard ``k`` a command; ``finish`` waits for its reply."""
+        res = self.resources
+        control = self._control
+        control[_KIND, k] = STEP if cmd == "step" else MESSAGE
+        control[_GO_POSTED, k] = time.perf_counter_ns()
+        res.go[k].release()
+        if cmd == "step":  # the actions are in shared memory already
+            return
+        try:  # after go: the worker reads while we write
+            res.conns[k].send((cmd, arg))
         except (OSError, ValueError):  # its end is closed: finish() reports how it died
             pass
 
     def finish(self, shards: Any, *, what: str = "step", timeout: float | None = None
                ) -> list[Any]:
         """The replies of ``shards`` (in order); ``ShardError`` if one raised, died or did
-        not answer within the timeout (the others' replies are read first, so that the
-        pipes stay in step)."""
+        not answer within the timeout (the others' replies are read first, so that every
+        worker is between commands again)."""
         shards = list(shards)
         timeout = self.timeout if timeout is None else timeout
-        res = self.resources
-        replies: dict[int, Any] = {}
-        failures: list[tuple[int, str, BaseException | None]] = []
-        waiting: dict[Any, int] = {res.conns[k]: k for k in shards}
-        sentinels = {res.processes[k].sentinel: k for k in shards}
         deadline = None if timeout is None else time.monotonic() + timeout
-        while waiting:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = connection.wait([*waiting, *(s for s, k in sentinels.items()
-                                                  if k in waiting.values())], left)
-            if not ready:
-                for k in waiting.values():
-                    failures.append((k, f"did not answer {what} within {timeout} s", None))
-                    res.hung.add(k)
-                break
-            for obj in ready:
-                if obj in waiting:
-                    k = waiting[obj]
-                    try:
-                        status, payload = res.conns[k].recv()
-                    except (EOFError, OSError):
-                        continue  # it died: its sentinel reports it
-                    del waiting[obj]
-                    if status == "ok":
-                        replies[k] = payload
-                    else:
-                        failures.append((k, *_remote_failure(payload)))
-                elif obj in sentinels and sentinels[obj] in waiting.values():
-                    k = sentinels[obj]
-                    proc = res.processes[k]
-                    proc.join(0.1)
-                    del waiting[res.conns[k]]
-                    hint = ("; it could not start: the worker's stderr says why (a script "
-                            "must create the env under `if __name__ == '__main__':`, and the "
-                            "env class must be importable)") if what == "start" else ""
-                    failures.append((k, f"died during {what} ({_exit_reason(proc.exitcode)})"
-                                        f"{hint}", None))
-        if failures:  # reported in shard order, whichever answered first
-            failures.sort(key=lambda failure: failure[0])
+        replies: list[Any] = []
+        failures: list[tuple[int, str, BaseException | None]] = []
+        for k in shards:
+            waited = self._wait_done(k, deadline)
+            message: Any = waited or (("ok", None) if self._control[_STATUS, k] == OK
+                                      else self._receive(k, deadline))
+            if message == "hung":
+                self.resources.hung.add(k)
+                failures.append((k, f"did not answer {what} within {timeout} s", None))
+            elif message == "dead":
+                failures.append((k, self._death(k, what), None))
+            elif message[0] == "ok":
+                replies.append(message[1])
+            else:
+                failures.append((k, *_remote_failure(message[1])))
+        if failures:  # reported in shard order
             k, message, cause = failures[0]
             raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
                              others=[f[0] for f in failures[1:]]) from cause
-        return [replies[k] for k in shards]
+        return replies
+
+    def _wait_done(self, k: int, deadline: float | None) -> str | None:
+        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``)."""
+        done = self.resources.done[k]
+        if self._poller.take(done, self._control[_DONE_POSTED], k):
+            return None
+        proc = self.resources.processes[k]
+        while True:
+            left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+            if left > 0 and done.acquire(True, left):
+                return None
+            if not proc.is_alive():
+                return None if done.acquire(False) else "dead"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "hung"
+
+    def _receive(self, k: int, deadline: float | None) -> Any:
+        """Worker k's reply from its pipe (it posted ``done`` first): the message, or
+        "dead" / "hung"."""
+        conn, proc = self.resources.conns[k], self.resources.processes[k]
+        while True:
+            left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+            if left > 0 and conn.poll(left):
+                try:
+                    return conn.recv()
+                except (EOFError, OSError):
+                    return "dead"
+            if not proc.is_alive():
+                return "dead"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "hung"
+
+    def _death(self, k: int, what: str) -> str:
+        proc = self.resources.processes[k]
+        proc.join(0.1)
+        hint = ("; it could not start: the worker's stderr says why (a script must create "
+                "the env under `if __name__ == '__main__':`, and the env class must be "
+                "importable)") if what == "start" else ""
+        return f"died during {what} ({_exit_reason(proc.exitcode)}){hint}"
 
     def collect_buffers(self, steps: int, obs_shape: tuple, obs_dtype: Any,
                         act_shape: tuple, act_dtype: Any
