@@ -16,7 +16,15 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   worker per rollout instead of one per step).
 * ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
   held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
-  (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
+  (target: >= 1.5x); both actors are on the driver's node, so they write the trajectories
+  into its shared memory. The same through the object store (no target: what an actor on
+  another node costs, the 352 MB per call serialized into Ray's object store and copied
+  into the driver's arrays). For both, the CPU time per call of the driver, of each actor
+  and of Ray's daemons (raylet, GCS, agents; from /proc, Linux), which unlike wall time
+  does not depend much on what else runs. The per-call overhead of a plain sharded
+  ``step`` at 64 envs. Ray is started for a small machine: no dashboard, and a 1 GB
+  object store whose memory is touched once at start (``RAY_preallocate_plasma_memory``):
+  otherwise each 176 MB result pays its page faults again (~140 ms per actor per call here).
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -155,9 +163,12 @@ def process_cases(rounds: int, results: dict) -> None:
     collect_case("process collect 2x32768", "process", rounds, results)
 
 
-def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
+def collect_case(name: str, backend: str, rounds: int, results: dict,
+                 store: bool = False) -> None:
     """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
-    (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
+    (stepping 65,536 envs 128 times with the same policy and recording the trajectories).
+    ``store`` (Ray): every actor returns its trajectories through the object store, as an
+    actor on another node does."""
     n, steps = 65536, 128
 
     def one():
@@ -183,6 +194,8 @@ def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
 
     def sharded():
         env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend=backend, copy=False)
+        if store:  # as if both actors were on other nodes
+            env._backend.same_node = [False] * env.num_workers
         env.reset(seed=0)
         env.collect(chase, 1)  # the workers hold the policy from here on
 
@@ -192,14 +205,72 @@ def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
         return env, rollout
 
     compare(name, one, sharded, 1, rounds, results)
+    if backend == "ray" and os.path.isdir("/proc/self"):
+        cpu_case(name, one, sharded, rounds)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:  # gone
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ray_daemons(exclude: set[int]) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in exclude:
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"ray" in cmd:  # raylet, gcs_server, ray::... agents and idle workers
+                pids.append(int(entry))
+    return pids
+
+
+def cpu_case(name: str, make_one: Callable, make_sharded: Callable, calls: int) -> None:
+    """CPU seconds per ``collect`` call, per process (driver, each actor, Ray's daemons),
+    against the one process's: where the cores go, whatever else runs."""
+    env_a, fn_a = make_one()
+    env_b, fn_b = make_sharded()
+    try:
+        fn_a(), fn_b()
+        me = os.getpid()
+        start = _cpu_seconds(me)
+        for _ in range(calls):
+            fn_a()
+        one = (_cpu_seconds(me) - start) / calls
+        actors = env_b.worker_pids
+        daemons = _ray_daemons({me, *actors})
+        pids = [me, *actors, *daemons]
+        before = [_cpu_seconds(p) for p in pids]
+        for _ in range(calls):
+            fn_b()
+        used = [(_cpu_seconds(p) - b) / calls for p, b in zip(pids, before)]
+    finally:
+        env_a.close()
+        env_b.close()
+    driver, per_actor, ray_own = used[0], used[1:1 + len(actors)], sum(used[1 + len(actors):])
+    print(f"{name:24s} CPU ms per call: one process {one * 1e3:.0f}; sharded: driver "
+          f"{driver * 1e3:.0f}, actors {' + '.join(f'{a * 1e3:.0f}' for a in per_actor)}, "
+          f"Ray daemons {ray_own * 1e3:.0f}, total {sum(used) * 1e3:.0f} "
+          f"({sum(used) / one:.2f}x the one process's)")
 
 
 def ray_cases(rounds: int, results: dict) -> None:
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # touch the object store's memory once at start, not once per result (see above)
+        os.environ.setdefault("RAY_preallocate_plasma_memory", "1")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=1 << 30)
     collect_case("ray collect 2x32768", "ray", rounds, results)
+    collect_case("ray collect via store", "ray", rounds, results, store=True)
 
     def one64():
         env = BatchPong(64, copy=False)
