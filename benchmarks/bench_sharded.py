@@ -22,9 +22,10 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   into the driver's arrays). For both, the CPU time per call of the driver, of each actor
   and of Ray's daemons (raylet, GCS, agents; from /proc, Linux), which unlike wall time
   does not depend much on what else runs. The per-call overhead of a plain sharded
-  ``step`` at 64 envs. Ray is started for a small machine: no dashboard, and a 1 GB
-  object store whose memory is touched once at start (``RAY_preallocate_plasma_memory``):
-  otherwise each 176 MB result pays its page faults again (~140 ms per actor per call here).
+  ``step`` at 64 envs. Ray is started for a small machine (``RAY_ENV``, ``RAY_INIT``): no
+  dashboard, actors at nice 0 instead of Ray's 15, and a 1 GB object store whose memory is
+  touched once at start (otherwise each 176 MB result pays its page faults again, ~140 ms
+  of CPU per actor per call here).
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -48,6 +49,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from batchenv import BatchPong, ShardedVectorEnv  # noqa: E402
 
 TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6, "ray collect 2x32768": 1.5}
+
+# Ray for a small machine, set before it starts: its workers at the driver's priority (Ray
+# starts them at nice 15, so that on a shared machine the actors lose every core to other
+# work while the one process they are compared with does not), and the object store's
+# memory touched once at start, not once per result (each 176 MB result otherwise pays its
+# page faults again). The --ray-defaults flag leaves both as Ray has them.
+RAY_ENV = {"RAY_worker_niceness": "0", "RAY_preallocate_plasma_memory": "1"}
+RAY_INIT = {"num_cpus": 2, "include_dashboard": False, "log_to_driver": False,
+            "object_store_memory": 1 << 30}
 
 
 def chase(obs: np.ndarray) -> np.ndarray:
@@ -265,10 +275,7 @@ def ray_cases(rounds: int, results: dict) -> None:
     import ray
 
     if not ray.is_initialized():
-        # touch the object store's memory once at start, not once per result (see above)
-        os.environ.setdefault("RAY_preallocate_plasma_memory", "1")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 object_store_memory=1 << 30)
+        ray.init(**RAY_INIT)
     collect_case("ray collect 2x32768", "ray", rounds, results)
     collect_case("ray collect via store", "ray", rounds, results, store=True)
 
@@ -294,9 +301,11 @@ def cluster_case(rounds: int) -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+    store = RAY_INIT["object_store_memory"]  # preallocated (RAY_ENV): keep it small
     cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 1, "include_dashboard": False})
-    cluster.add_node(num_cpus=1)
+                      head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                      "object_store_memory": store})
+    cluster.add_node(num_cpus=1, object_store_memory=store)
     ray.init(address=cluster.address, log_to_driver=False)
     per_actor, steps = 16384, 64
     try:
@@ -343,7 +352,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
                         "figures for docs/scaling-out.md; not run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
+    p.add_argument("--ray-defaults", action="store_true",
+                   help="start Ray as it comes (actors at nice 15, object store not "
+                        "preallocated) instead of RAY_ENV")
     args = p.parse_args(argv)
+    if not args.ray_defaults:
+        for key, value in RAY_ENV.items():
+            os.environ.setdefault(key, value)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# {os.cpu_count()} cores, load average {load:.1f} at start; "
           f"{args.rounds} interleaved rounds; ratio = one process time / sharded time")
