@@ -220,11 +220,12 @@ def collect_case(name: str, backend: str, rounds: int, results: dict,
 
 
 def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (nan once it is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:  # gone
-        return 0.0
+    except OSError:
+        return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -260,7 +261,9 @@ def cpu_case(name: str, make_one: Callable, make_sharded: Callable, calls: int) 
         before = [_cpu_seconds(p) for p in pids]
         for _ in range(calls):
             fn_b()
+        # a daemon that exited meanwhile (an idle worker Ray retired) is left out
         used = [(_cpu_seconds(p) - b) / calls for p, b in zip(pids, before)]
+        used = [u if u == u else 0.0 for u in used]
     finally:
         env_a.close()
         env_b.close()
