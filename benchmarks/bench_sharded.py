@@ -18,7 +18,16 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   worker per rollout instead of one per step).
 * ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
   held by the actors, vs one process stepping 65,536 envs 128 times with the same policy
-  (target: >= 1.5x); the per-call overhead of a plain sharded ``step`` at 64 envs.
+  (target: >= 1.5x); both actors are on the driver's node, so they write the trajectories
+  into its shared memory. The same through the object store (no target: what an actor on
+  another node costs, the 352 MB per call serialized into Ray's object store and copied
+  into the driver's arrays). For both, the CPU time per call of the driver, of each actor
+  and of Ray's daemons (raylet, GCS, agents; from /proc, Linux), which unlike wall time
+  does not depend much on what else runs. The per-call overhead of a plain sharded
+  ``step`` at 64 envs. Ray is started for a small machine (``RAY_ENV``, ``RAY_INIT``): no
+  dashboard, actors at nice 0 instead of Ray's 15, and a 1 GB object store whose memory is
+  touched once at start (otherwise each 176 MB result pays its page faults again, ~140 ms
+  of CPU per actor per call here).
 
 * ``--only spin``: the process backend's handshake with its spins (the default) against
   the same semaphores waited on at once (spins set to 0): what the spins buy, 2 workers,
@@ -52,6 +61,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from batchenv import BatchPong, ShardedVectorEnv  # noqa: E402
 
 TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6, "ray collect 2x32768": 1.5}
+
+# Ray for a small machine, set before it starts: its workers at the driver's priority (Ray
+# starts them at nice 15, so that on a shared machine the actors lose every core to other
+# work while the one process they are compared with does not), and the object store's
+# memory touched once at start, not once per result (each 176 MB result otherwise pays its
+# page faults again). The --ray-defaults flag leaves both as Ray has them.
+RAY_ENV = {"RAY_worker_niceness": "0", "RAY_preallocate_plasma_memory": "1"}
+RAY_INIT = {"num_cpus": 2, "include_dashboard": False, "log_to_driver": False,
+            "object_store_memory": 1 << 30}
 
 
 def chase(obs: np.ndarray) -> np.ndarray:
@@ -229,9 +247,12 @@ def driver_shard_cases(rounds: int, results: dict) -> None:
     compare("2 workers 65536", one, sharded, 20, rounds, results)
 
 
-def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
+def collect_case(name: str, backend: str, rounds: int, results: dict,
+                 store: bool = False) -> None:
     """``collect`` of 128 steps at 2 x 32,768 envs against one process doing the same
-    (stepping 65,536 envs 128 times with the same policy and recording the trajectories)."""
+    (stepping 65,536 envs 128 times with the same policy and recording the trajectories).
+    ``store`` (Ray): every actor returns its trajectories through the object store, as an
+    actor on another node does."""
     n, steps = 65536, 128
 
     def one():
@@ -257,6 +278,8 @@ def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
 
     def sharded():
         env = ShardedVectorEnv(BatchPong, n, num_workers=2, backend=backend, copy=False)
+        if store:  # as if both actors were on other nodes
+            env._backend.same_node = [False] * env.num_workers
         env.reset(seed=0)
         env.collect(chase, 1)  # the workers hold the policy from here on
 
@@ -266,14 +289,72 @@ def collect_case(name: str, backend: str, rounds: int, results: dict) -> None:
         return env, rollout
 
     compare(name, one, sharded, 1, rounds, results)
+    if backend == "ray" and os.path.isdir("/proc/self"):
+        cpu_case(name, one, sharded, rounds)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (nan once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ray_daemons(exclude: set[int]) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in exclude:
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"ray" in cmd:  # raylet, gcs_server, ray::... agents and idle workers
+                pids.append(int(entry))
+    return pids
+
+
+def cpu_case(name: str, make_one: Callable, make_sharded: Callable, calls: int) -> None:
+    """CPU seconds per ``collect`` call, per process (driver, each actor, Ray's daemons),
+    against the one process's: where the cores go, whatever else runs."""
+    env_a, fn_a = make_one()
+    env_b, fn_b = make_sharded()
+    try:
+        fn_a(), fn_b()
+        me = os.getpid()
+        start = _cpu_seconds(me)
+        for _ in range(calls):
+            fn_a()
+        one = (_cpu_seconds(me) - start) / calls
+        actors = env_b.worker_pids
+        daemons = _ray_daemons({me, *actors})
+        pids = [me, *actors, *daemons]
+        before = [_cpu_seconds(p) for p in pids]
+        for _ in range(calls):
+            fn_b()
+        # a daemon that exited meanwhile (an idle worker Ray retired) is left out
+        used = [(_cpu_seconds(p) - b) / calls for p, b in zip(pids, before)]
+        used = [u if u == u else 0.0 for u in used]
+    finally:
+        env_a.close()
+        env_b.close()
+    driver, per_actor, ray_own = used[0], used[1:1 + len(actors)], sum(used[1 + len(actors):])
+    print(f"{name:24s} CPU ms per call: one process {one * 1e3:.0f}; sharded: driver "
+          f"{driver * 1e3:.0f}, actors {' + '.join(f'{a * 1e3:.0f}' for a in per_actor)}, "
+          f"Ray daemons {ray_own * 1e3:.0f}, total {sum(used) * 1e3:.0f} "
+          f"({sum(used) / one:.2f}x the one process's)")
 
 
 def ray_cases(rounds: int, results: dict) -> None:
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(**RAY_INIT)
     collect_case("ray collect 2x32768", "ray", rounds, results)
+    collect_case("ray collect via store", "ray", rounds, results, store=True)
 
     def one64():
         env = BatchPong(64, copy=False)
@@ -297,9 +378,11 @@ def cluster_case(rounds: int) -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+    store = RAY_INIT["object_store_memory"]  # preallocated (RAY_ENV): keep it small
     cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 1, "include_dashboard": False})
-    cluster.add_node(num_cpus=1)
+                      head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                      "object_store_memory": store})
+    cluster.add_node(num_cpus=1, object_store_memory=store)
     ray.init(address=cluster.address, log_to_driver=False)
     per_actor, steps = 16384, 64
     try:
@@ -349,7 +432,13 @@ def main(argv: list[str] | None = None) -> int:
                         "handshake's spins; driver-shard: half the batch stepped by the "
                         "driver; none of these three is run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
+    p.add_argument("--ray-defaults", action="store_true",
+                   help="start Ray as it comes (actors at nice 15, object store not "
+                        "preallocated) instead of RAY_ENV")
     args = p.parse_args(argv)
+    if not args.ray_defaults:
+        for key, value in RAY_ENV.items():
+            os.environ.setdefault(key, value)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# {os.cpu_count()} cores, load average {load:.1f} at start; "
           f"{args.rounds} interleaved rounds; ratio = one process time / sharded time")

@@ -30,15 +30,21 @@ def assert_same(ref: tuple, got: tuple, where: str) -> None:
                               np.stack(got[4]["final_obs"][mask])), where
 
 
-def check_same_as_unsharded(mode: AutoresetMode, **ray_options) -> list[str]:
-    """Steps, a masked reset, a state round trip and collect against the unsharded env;
-    returns the actors' node ids."""
+def check_same_as_unsharded(mode: AutoresetMode, store: bool = False, **ray_options
+                            ) -> tuple[list[str], list[bool]]:
+    """Steps, a masked reset, a state round trip and three collects (of 60, 5 and 60 steps:
+    the trajectory buffers reused, then remade) against the unsharded env; ``store``: every
+    actor returns its trajectories through the object store, as from another node. Returns
+    the actors' node ids and which shards wrote into the driver's shared memory."""
     kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
     ref = BatchPong(N, **kwargs)
     env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray",
                            ray_options=ray_options, **kwargs)
     try:
         nodes = ray.get([a.node_id.remote() for a in env._backend.actors])
+        if store:
+            env._backend.same_node = [False, False]
+        shared = list(env._backend.same_node)
         assert np.array_equal(ref.reset(seed=7)[0], env.reset(seed=7)[0])
         endings = 0
         for t in range(2 * EPISODE):
@@ -54,27 +60,36 @@ def check_same_as_unsharded(mode: AutoresetMode, **ray_options) -> list[str]:
         assert endings
         snapshot = ref.get_state()
         assert np.array_equal(env.get_state(), snapshot)
+        obs = ref.set_state(snapshot)
         # collect: a policy the actors hold (a lambda: Ray pickles closures)
         policy = lambda obs: (obs[:, 1] > obs[:, 4]).astype(np.int64) + 1  # noqa: E731
-        traj = env.collect(policy, 2 * EPISODE)
-        obs = ref.set_state(snapshot)
-        for t in range(2 * EPISODE):
-            assert np.array_equal(traj.obs[t], obs), t
-            out = ref.step(policy(obs))
-            assert_same(out, (traj.obs[t + 1] if t + 1 < 2 * EPISODE else traj.next_obs,
-                              traj.rewards[t], traj.terminated[t], traj.truncated[t],
-                              out[4]), f"collect step {t}")
-            if "_final_obs" in out[4]:
-                rows = np.flatnonzero(out[4]["_final_obs"])
-                picked = traj.final_index[:, 0] == t
-                assert np.array_equal(traj.final_index[picked, 1], rows)
-                assert np.array_equal(traj.final_obs[picked],
-                                      np.stack(out[4]["final_obs"][rows]))
-            obs = out[0]
-        return nodes
+        for i, steps in enumerate((2 * EPISODE, 5, 2 * EPISODE)):
+            traj = env.collect(policy if i == 0 else None, steps)
+            finals = 0
+            for t in range(steps):
+                assert np.array_equal(traj.obs[t], obs), (i, t)
+                out = ref.step(policy(obs))
+                assert np.array_equal(traj.actions[t], policy(obs)), (i, t)
+                assert_same(out, (traj.obs[t + 1] if t + 1 < steps else traj.next_obs,
+                                  traj.rewards[t], traj.terminated[t], traj.truncated[t],
+                                  out[4]), f"collect {i} step {t}")
+                if "_final_obs" in out[4]:
+                    rows = np.flatnonzero(out[4]["_final_obs"])
+                    picked = traj.final_index[:, 0] == t
+                    assert np.array_equal(traj.final_index[picked, 1], rows)
+                    assert np.array_equal(traj.final_obs[picked],
+                                          np.stack(out[4]["final_obs"][rows]))
+                    finals += len(rows)
+                obs = out[0]
+            assert len(traj.final_index) == finals
+        return nodes, shared
     finally:
         env.close()
         ref.close()
+
+
+def shm_blocks() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith(f"batchenv_{os.getpid()}_")}
 
 
 def alive(pid: int) -> bool:
@@ -114,8 +129,12 @@ class TestLocalRay:
         yield
         ray.shutdown()
 
-    def test_same_as_unsharded(self) -> None:
-        check_same_as_unsharded(AutoresetMode.NEXT_STEP)
+    @pytest.mark.parametrize("store", [False, True], ids=["shared-memory", "object-store"])
+    def test_same_as_unsharded(self, store: bool) -> None:
+        before = shm_blocks()
+        _nodes, shared = check_same_as_unsharded(AutoresetMode.NEXT_STEP, store=store)
+        assert shared == [not store, not store]  # both actors are on the driver's node
+        assert shm_blocks() == before  # close() unlinked the trajectory blocks
 
     def test_double_buffered_halves_alternate(self) -> None:
         env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")
@@ -153,8 +172,12 @@ class TestTwoNodeCluster:
         cluster.shutdown()
 
     def test_same_as_unsharded_across_nodes(self) -> None:
-        nodes = check_same_as_unsharded(AutoresetMode.SAME_STEP, num_cpus=1)
+        nodes, shared = check_same_as_unsharded(AutoresetMode.SAME_STEP, num_cpus=1)
         assert len(set(nodes)) == 2  # one CPU per node: one actor on each
+        # the actor on the driver's (head) node writes into shared memory; the other's
+        # trajectories come through the object store, though both "nodes" share /dev/shm
+        assert shared == [node == ray.get_runtime_context().get_node_id() for node in nodes]
+        assert sorted(shared) == [False, True]
 
     def test_a_killed_actor_is_named(self) -> None:
         check_killed_actor()

@@ -396,8 +396,8 @@ class ShardedVectorEnv(VectorEnv):
         policy's weights travel once per rollout. It runs in the workers: limit its
         threads (``torch.set_num_threads(1)``) when workers share the cores. Continues
         from the env's current state; afterwards ``step`` continues from the last one.
-        With ``copy=False`` (process backend) the arrays are views of shared buffers that
-        the next ``collect`` of as many steps overwrites."""
+        With ``copy=False`` the arrays are views of the env's buffers (shared memory on the
+        driver's node) that the next ``collect`` of as many steps overwrites."""
         self._check_usable()
         self._drain()
         if self._needs_reset:
@@ -406,35 +406,27 @@ class ShardedVectorEnv(VectorEnv):
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         steps = int(steps)
         obs_space, act_space = self.single_observation_space, self.single_action_space
-        n = self.num_envs
-        if self.backend == "process":
-            arrays, specs = self._backend.collect_buffers(
-                steps, tuple(obs_space.shape or ()), obs_space.dtype,
-                tuple(act_space.shape or ()), act_space.dtype)
-            payload = None if policy is None else _pickle_policy(policy)
-            for k in range(self.num_workers):
-                self._backend.start(k, "collect", (payload, steps, specs))
+        # (steps, n, ...) arrays, reused while steps is unchanged; the workers write their
+        # rows (Ray actors on other nodes return theirs, and the backend copies them in)
+        arrays, specs = self._backend.collect_buffers(
+            steps, tuple(obs_space.shape or ()), obs_space.dtype,
+            tuple(act_space.shape or ()), act_space.dtype)
+        if policy is None:
+            payload = None
+        elif self.backend == "process":
+            payload = _pickle_policy(policy)
         else:
-            ref = None if policy is None else self._backend.ray.put(policy)
-            for k in range(self.num_workers):
-                self._backend.start(k, "collect", (ref, steps))
+            payload = self._backend.ray.put(policy)  # once, fetched by every actor
+        for k in range(self.num_workers):
+            self._backend.start(k, "collect", (payload, steps, specs))
         replies = self._finish(range(self.num_workers), "collect")
         sides = [side for _info, side in replies]
-        if self.backend == "process":
-            terminated, truncated = arrays["flags"]
-            out = {"obs": arrays["obs"], "actions": arrays["actions"],
-                   "rewards": arrays["rewards"], "terminated": terminated,
-                   "truncated": truncated}
-            if self.copy:
-                out = {k: v.copy() for k, v in out.items()}
-        else:
-            out = {}
-            for key in ("obs", "actions", "rewards", "terminated", "truncated"):
-                pieces = [s["out"][key] for s in sides]
-                whole = np.empty((steps, n, *pieces[0].shape[2:]), pieces[0].dtype)
-                for k, piece in enumerate(pieces):
-                    whole[:, self.bounds[k]:self.bounds[k + 1]] = piece
-                out[key] = whole
+        terminated, truncated = arrays["flags"]
+        out = {"obs": arrays["obs"], "actions": arrays["actions"],
+               "rewards": arrays["rewards"], "terminated": terminated,
+               "truncated": truncated}
+        if self.copy:
+            out = {k: v.copy() for k, v in out.items()}
         finals = [(s["final"], self.bounds[k]) for k, s in enumerate(sides) if "final" in s]
         if finals:
             t = np.concatenate([f[0] for f, _ in finals])
