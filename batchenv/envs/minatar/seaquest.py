@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from batchenv.entities import Grid, slot_columns, slot_names, slot_view
-from batchenv.envs.minatar._base import FIRE, GRID, MinAtarEnv, rand_below, randint
+from batchenv.envs.minatar._base import (
+    FIRE,
+    GRID,
+    MinAtarEnv,
+    MinAtarState,
+    rand_below,
+    randint,
+)
 from batchenv.envs.minatar._rows import BIT as _BIT  # row masks: bit x is column x
 from batchenv.envs.minatar._rows import set_bits
 from batchenv.random import BatchRandom
@@ -69,11 +76,10 @@ _BOTTOM[..., DIVER_GAUGE] = _DIVER_BAR[None]
 _BOTTOM_ROWS = _BOTTOM.reshape(-1, GRID * _CHANNELS).view(_ROW).reshape(-1)
 
 
-class SeaquestState(State):
+class SeaquestState(MinAtarState):
     """One game per row: the submarine, the timers and the speeds. The entity slots
     follow in ``BatchSeaquest.state_dtype`` as slot columns (:data:`ENTITY_COLUMNS`)."""
 
-    last_action: Field[np.int8]  # the action applied last step (_base.STICKY_FIELDS)
     sub_x: Field[np.int8]  # the submarine's front cell: column 0-9
     sub_y: Field[np.int8]  # row 0 (surface) to 8
     sub_dx: Field[np.int8]  # heading: -1 left (its back is on the right), +1 right
