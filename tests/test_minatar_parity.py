@@ -48,23 +48,23 @@ def breakout_tracker(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_breakout_random_policy(sticky):
-    env = BatchBreakout(128, sticky_action_prob=sticky)
+def test_breakout_random_policy(sticky, kernels):
+    env = BatchBreakout(128, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, BREAKOUT, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 128 * 300 and res.episodes > 200 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_breakout_scripted_policy_clears_walls(sticky):
-    env = BatchBreakout(64, sticky_action_prob=sticky)
+def test_breakout_scripted_policy_clears_walls(sticky, kernels):
+    env = BatchBreakout(64, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, BREAKOUT, 600, breakout_tracker, seed=77, rng=np.random.RandomState(1))
     # long episodes: walls of 30 bricks cleared and rebuilt (a return above 30)
     assert max(res.returns) > 30 and max(res.lengths) > 200
 
 
-def test_breakout_minimal_action_set():
-    env = BatchBreakout(64, minimal_action_set=True)
+def test_breakout_minimal_action_set(kernels):
+    env = BatchBreakout(64, minimal_action_set=True, kernels=kernels)
     run(env, BREAKOUT, 200, random_policy(3), seed=5, rng=np.random.RandomState(2))
 
 

@@ -24,8 +24,11 @@ on its own history only, never on other rows.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
 from collections.abc import Mapping, Sequence
+from types import MethodType
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -37,8 +40,9 @@ from batchenv.random import BatchRandom
 from batchenv.rendering import render_tiled
 from batchenv.state import Field, State
 
-__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS", "cubehelix_palette",
-           "minatar_palette", "rand_below", "randint", "sticky_actions"]
+__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "KERNELS", "STICKY_FIELDS",
+           "cubehelix_palette", "minatar_palette", "numba_available", "rand_below", "randint",
+           "sticky_actions"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
@@ -47,6 +51,18 @@ GRID = 10  # the 10 x 10 board of every game
 #: State columns every MinAtar game appends to its schema.
 STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
 #                                             Environment.last_action); 0 before any step
+
+
+#: Values of the games' ``kernels=`` argument.
+KERNELS = ("auto", "numpy", "numba")
+
+
+_NUMBA_KERNELS = ("step_envs", "observe", "reset_rows")  # what a game's numba module may have
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (``pip install batchenv[fast]``)."""
+    return importlib.util.find_spec("numba") is not None
 
 
 # ---------------------------------------------------------------- random words
@@ -145,6 +161,11 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         minimal_action_set: actions are indices into MinAtar's ``minimal_action_set()``
             (the ``-v1`` ids) instead of its 6 actions (``-v0``).
         render_scale: pixels per board cell of ``rgb_array`` frames (default 8).
+        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its compiled loops,
+            :mod:`batchenv.envs.minatar._numba`: the same results, faster; needs
+            ``pip install batchenv[fast]``) or ``"auto"`` (default: numba when it is
+            installed). The first env of a game compiles its loops (seconds), cached on disk
+            for later processes. ``env.kernels`` tells which one runs.
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 
@@ -163,10 +184,25 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     event_words: ClassVar[str] = ""
     #: One character per channel for ``ansi`` frames (a cell shows its highest channel).
     ansi_chars: ClassVar[str] = "123456789"
+    #: The game's numba module (:mod:`batchenv.envs.minatar._numba`), None if it has none.
+    numba_module: ClassVar[str | None] = None
 
     def __init__(self, num_envs: int | None = None, *, difficulty_ramping: bool = True,
                  sticky_action_prob: float = 0.1, minimal_action_set: bool = False,
-                 render_scale: int = 8, **kwargs: Any) -> None:
+                 render_scale: int = 8, kernels: str = "auto", **kwargs: Any) -> None:
+        if kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+        if kernels == "numba" and self.numba_module is None:
+            raise ValueError(f"kernels='numba': {type(self).__name__} has no numba kernels; "
+                             f"use kernels='numpy' or 'auto'")
+        if kernels == "numba" and not numba_available():
+            raise ImportError("kernels='numba' needs numba: pip install 'batchenv[fast]' (or "
+                              "use kernels='numpy' or 'auto')")
+        if kernels == "auto":
+            kernels = "numba" if self.numba_module is not None and numba_available() \
+                else "numpy"
+        #: Which kernels step this env: ``"numpy"`` or ``"numba"``.
+        self.kernels = kernels
         if not isinstance(sticky_action_prob, (int, float, np.floating)) or isinstance(
                 sticky_action_prob, bool) or not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be a number in [0, 1], got "
@@ -182,11 +218,34 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         n_channels = len(self.channels)
         self.single_action_space = spaces.Discrete(len(self.action_set))
         self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
+        if self.kernels == "numba":  # before BatchEnv's debug=True wraps the kernels
+            self._bind_numba()
         super().__init__(num_envs, **kwargs)
         self._grids: dict[int, Grid] = {}
         self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
         self._terminated_out = np.zeros(self.num_envs, dtype=np.bool_)
         self.palette = minatar_palette(n_channels)
+
+    def _bind_numba(self) -> None:
+        """Step and observe with the game's numba loops: its module's ``step_envs``,
+        ``observe`` and (if it has one) ``reset_rows`` become this env's (instance
+        attributes over the numpy kernels)."""
+        assert self.numba_module is not None
+        module = importlib.import_module(self.numba_module)
+        for name in _NUMBA_KERNELS:
+            if hasattr(module, name):
+                setattr(self, name, MethodType(getattr(module, name), self))
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = super().__getstate__()
+        for name in _NUMBA_KERNELS:  # bound to this instance: bound again by __setstate__
+            d.pop(name, None)
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        if d.get("kernels") == "numba":
+            self._bind_numba()
+        super().__setstate__(d)
 
     # ------------------------------------------------------------ for the kernels
     @property

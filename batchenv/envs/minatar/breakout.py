@@ -128,6 +128,7 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     reset_words = 1
     ansi_chars = "=o*#"
     state_type = BreakoutState
+    numba_module = "batchenv.envs.minatar._numba.breakout"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
