@@ -7,7 +7,10 @@
 For each game, in rounds that alternate the contenders (medians over rounds):
 
 * batchenv: ``BatchX(num_envs)`` with its defaults (sticky actions 0.1, NEXT_STEP
-  auto-reset, validation on, copies returned), random actions; seconds per env-step;
+  auto-reset, validation on, copies returned, ``kernels="auto"``: the numba layer when numba
+  is installed), random actions; seconds per env-step;
+* the same game with ``kernels="numpy"`` (its numpy kernels), when the default runs the
+  numba layer: the A/B of that layer, in the same rounds;
 * MinAtar 1.0.15's own loop, one env: ``act(a)`` then ``state()`` per step, ``reset()`` on
   a terminal (``minatar.Environment``, sticky actions 0.1);
 * gymnax (if ``--gymnax-python`` exists: a venv with gymnax and jax, see docs/minatar.md):
@@ -134,8 +137,8 @@ def empty_rules_class() -> type:
     return EmptyRules
 
 
-def batch_timer(cls: type, n: int):
-    env = cls(n)
+def batch_timer(cls: type, n: int, **kwargs):
+    env = cls(n, **kwargs)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = [rng.integers(0, env.single_action_space.n, n) for _ in range(16)]
@@ -216,6 +219,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for game in games:
         cls = empty_rules_class() if game == "floor" else getattr(minatar_envs, GAMES[game])
         ours, ref = batch_timer(cls, n), minatar_timer(cls.game)
+        layer = getattr(cls(1), "kernels", "numpy")
+        numpy_layer = batch_timer(cls, n, kernels="numpy") if layer == "numba" else None
         before = (batch_timer(getattr(ref_pkg, GAMES[game]), n)
                   if ref_pkg is not None and game != "floor" else None)
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
@@ -225,10 +230,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ref_steps = max(100, int(args.block / ref(200)[0]))
         gx_steps = max(3, int(args.block / gx.time(3)[0])) if gx else 0
         before_steps = max(3, int(args.block / before(3)[0])) if before else 0
-        wall: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": [], "ref": []}
-        cpu: dict[str, list[float]] = {"ours": [], "minatar": [], "gymnax": [], "ref": []}
+        np_steps = max(3, int(args.block / numpy_layer(3)[0])) if numpy_layer else 0
+        names = ("ours", "minatar", "gymnax", "ref", "numpy")
+        wall: dict[str, list[float]] = {k: [] for k in names}
+        cpu: dict[str, list[float]] = {k: [] for k in names}
         for _ in range(args.rounds):
             for name, (w, c) in [("ours", ours(ours_steps)), ("minatar", ref(ref_steps)),
+                                 *([("numpy", numpy_layer(np_steps))] if numpy_layer else []),
                                  *([("gymnax", gx.time(gx_steps))] if gx else []),
                                  *([("ref", before(before_steps))] if before else [])]:
                 per = n if name != "minatar" else 1  # seconds per env-step
@@ -240,7 +248,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         mc = {k: statistics.median(v) for k, v in cpu.items() if v}
         per_round = [m / o for m, o in zip(cpu["minatar"], cpu["ours"])]
         mem, record = memory_per_env(cls, args.memory_envs)
-        row = {"game": game, "num_envs": n,
+        row = {"game": game, "num_envs": n, "kernels": layer,
                "ours_ns_per_env_step_cpu": mc["ours"] * 1e9,
                "minatar_ns_per_step_cpu": mc["minatar"] * 1e9,
                "x_minatar_cpu": mc["minatar"] / mc["ours"],
@@ -249,6 +257,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                "gymnax_ns_per_env_step_wall": mw["gymnax"] * 1e9 if gx else None,
                "x_gymnax_wall": mw["gymnax"] / mw["ours"] if gx else None,
                "x_gymnax_cpu": mc["gymnax"] / mc["ours"] if gx else None,
+               "numpy_x_minatar_cpu": mc["minatar"] / mc["numpy"] if numpy_layer else None,
+               "x_numpy_cpu": mc["numpy"] / mc["ours"] if numpy_layer else None,
                "ref": args.ref if before else None,
                "ref_x_minatar_cpu": mc["minatar"] / mc["ref"] if before else None,
                "x_ref_cpu": mc["ref"] / mc["ours"] if before else None,
@@ -263,6 +273,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"{max(per_round):.0f}), {row['x_minatar_wall']:5.1f} wall  {gx_text}  memory "
               f"{mem:5.0f} B/env at {args.memory_envs} (state record {record} B)",
               flush=True)
+        if numpy_layer:
+            print(f"{'':<15} (ours: the numba layer) kernels='numpy': {mc['numpy'] * 1e9:6.1f} "
+                  f"ns (CPU), x MinAtar {row['numpy_x_minatar_cpu']:5.1f} CPU; the numba layer "
+                  f"is {row['x_numpy_cpu']:.2f}x faster", flush=True)
         if before:
             print(f"{'':<15} {args.ref}: {mc['ref'] * 1e9:6.1f} ns (CPU), x MinAtar "
                   f"{row['ref_x_minatar_cpu']:5.1f} CPU; this checkout is "

@@ -148,3 +148,23 @@ def test_without_numba_auto_falls_back_and_numba_is_an_error(monkeypatch):
     assert BatchBreakout(4).kernels == "numpy"
     with pytest.raises(ImportError, match=r"pip install 'batchenv\[fast\]'"):
         BatchBreakout(4, kernels="numba")
+
+
+@pytest.mark.parametrize("cls", GAMES)
+def test_numba_observe_writes_every_cell_of_any_buffer(cls):
+    """observe on a subset of rows, into a buffer full of True and one that starts one byte
+    off an 8-byte boundary, equals the numpy kernels' observation."""
+    a, b = pair(cls, n=24)
+    run_pair(a, b, 120, seed=4)
+    rows = np.array([3, 7, 8, 20])
+    from batchenv.state import take_rows
+
+    expected = np.zeros((4, *a.single_observation_space.shape), dtype=bool)
+    a.observe(take_rows(a.state, rows), expected)
+    dirty = np.ones_like(expected)
+    b.observe(take_rows(b.state, rows), dirty)
+    np.testing.assert_array_equal(dirty, expected)
+    raw = np.ones(expected.size + 1, dtype=bool)
+    offset = raw[1:].reshape(expected.shape)
+    b.observe(take_rows(b.state, rows), offset)
+    np.testing.assert_array_equal(offset, expected)

@@ -22,6 +22,8 @@ nothing (:func:`game_action` tells).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -70,6 +72,7 @@ def randint(word: np.uint64, low: int, high: int) -> int:
     return low + np.int64(word % _U(high - low))
 
 
+@functools.lru_cache(maxsize=16)
 def sticky_limit(p: float) -> tuple[np.uint64, bool]:
     """``(limit, always)`` for ``rand() < p``: ``word < limit``, or always when ``p >= 1``
     (``_base.word_threshold``)."""

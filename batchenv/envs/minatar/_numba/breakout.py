@@ -25,6 +25,7 @@ from batchenv.envs.minatar.breakout import (
     _FULL_ROW,
     _PADDLE_START,
     WALL_ROWS,
+    _brick_rows,
 )
 from batchenv.random import BatchRandom
 
@@ -33,6 +34,10 @@ _WALL_TOP = WALL_ROWS[0]
 _N_WALL = len(WALL_ROWS)
 _PADDLE, _BALL, _TRAIL, _BRICK = range(4)  # channels
 _CHANNELS = 4
+_WORDS_PER_ROW = 10 * _CHANNELS // 8  # a board row of 10 cells x 4 channels: 5 uint64
+_WORDS_PER_ENV = 10 * _WORDS_PER_ROW
+#: The cells of a wall row for each 10-bit brick mask, as 5 words (``_brick_rows``' images).
+_BRICK_WORDS = np.ascontiguousarray(_brick_rows().reshape(1 << 10, -1)).view(np.uint64)
 _NO_WORD = np.uint16(0)
 _FULL = np.uint16(_FULL_ROW)
 _ONE16 = np.uint16(1)
@@ -59,7 +64,15 @@ def reset_rows(env: Any, s: Any, rows: np.ndarray | slice, rng: BatchRandom) -> 
 
 def observe(env: Any, s: Any, out: np.ndarray) -> None:
     """``BatchBreakout.observe``, compiled: writes every cell of ``out``."""
-    _observe(s.ball_x, s.ball_y, s.pos, s.last_x, s.last_y, s.bricks, flat_cells(out))
+    flat = flat_cells(out)
+    if flat.ctypes.data % 8:  # (never from the base class: numpy's buffers are aligned)
+        aligned = np.empty_like(flat)
+        _observe(s.ball_x, s.ball_y, s.pos, s.last_x, s.last_y, s.bricks, aligned,
+                 aligned.view(np.uint64), _BRICK_WORDS)
+        flat[:] = aligned
+        return
+    _observe(s.ball_x, s.ball_y, s.pos, s.last_x, s.last_y, s.bricks, flat,
+             flat.view(np.uint64), _BRICK_WORDS)
 
 
 @jit
@@ -129,13 +142,21 @@ def _reset(rows, key, counter, ball_x, ball_y, ball_dx, ball_dy, pos, last_x, la
 
 
 @jit
-def _observe(ball_x, ball_y, pos, last_x, last_y, bricks, out):  # pragma: no cover
-    out[:] = False
+def _observe(ball_x, ball_y, pos, last_x, last_y, bricks, out, words,
+             brick_words):  # pragma: no cover (compiled)
     for i in range(len(ball_x)):
+        # an env's 400 cells as 50 words of 8 cells: its bare rows, then each wall row's
+        # image (its 10-bit mask's 5 words) from the table
+        first = i * _WORDS_PER_ENV
+        for k in range(_WORDS_PER_ROW):
+            words[first + k] = 0
         for r in range(_N_WALL):
-            word = bricks[i, r]
-            for x in range(10):  # every brick cell written: no branch to mispredict
-                out[cell(i, _WALL_TOP + r, x, _BRICK, _CHANNELS)] = (word >> x) & _ONE16
+            image = brick_words[bricks[i, r]]
+            row = first + (_WALL_TOP + r) * _WORDS_PER_ROW
+            for k in range(_WORDS_PER_ROW):
+                words[row + k] = image[k]
+        for k in range((_WALL_TOP + _N_WALL) * _WORDS_PER_ROW, _WORDS_PER_ENV):
+            words[first + k] = 0
         out[cell(i, ball_y[i], ball_x[i], _BALL, _CHANNELS)] = True
         out[cell(i, last_y[i], last_x[i], _TRAIL, _CHANNELS)] = True
         out[cell(i, _BOTTOM, pos[i], _PADDLE, _CHANNELS)] = True
