@@ -296,8 +296,9 @@ def shared_array(block: SharedMemory, shape: tuple[int, ...], dtype: Any) -> np.
     unmapping. (``np.ndarray(buffer=block.buf)`` holds none: a view kept after ``close()``,
     by the user (``copy=False``) or by a traceback's locals (``local_shard``), would
     point at unmapped memory.)"""
-    dtype = np.dtype(dtype)
-    return np.frombuffer(block.buf, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+    dtype, buffer = np.dtype(dtype), block.buf
+    assert buffer is not None  # an open block
+    return np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def unlink(block: SharedMemory) -> None:
