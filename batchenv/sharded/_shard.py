@@ -1,6 +1,6 @@
-"""What one worker does with its block of rows, whatever carries the commands (a process
-with shared memory, or a Ray actor). Kept free of transport so both backends run the same
-code."""
+"""What one shard does with its block of rows, whatever carries the commands (a worker
+process with shared memory, a Ray actor, or the driver itself with ``local_shard``). Kept
+free of transport so that all of them run the same code."""
 
 from __future__ import annotations
 
