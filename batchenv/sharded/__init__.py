@@ -29,8 +29,9 @@ the shard and its rows; ``close()`` stops every worker and frees the shared memo
 ``local_shard=True`` keeps shard 0 in the driver process, stepped by the driver between
 posting the workers and collecting them (``batchenv/sharded/_local.py``): ``num_workers=2``
 is then the driver and one worker process. On a machine with as many cores as shards this
-is faster than a worker per shard (the driver does not sit on a core waiting); the price is
-no fault isolation for shard 0 and a driver busy during ``step_wait``.
+measured faster than a worker per shard (the driver steps instead of sitting on a core
+waiting, one handoff per step instead of two); the price is no fault isolation for shard 0
+and a driver busy during ``step_wait``.
 """
 
 from __future__ import annotations
@@ -124,9 +125,10 @@ class ShardedVectorEnv(VectorEnv):
         ray_options: options of each Ray actor (``num_cpus`` 1 by default, ``resources``,
             ``scheduling_strategy``, ...), passed to ``ActorClass.options``.
         local_shard: keep shard 0 in the driver process, as an ordinary ``BatchEnv``
-            writing into its rows of the batch arrays, and step it in the driver (in
-            ``step_wait`` / ``recv`` / ``finish`` of any command, after the workers were
-            posted, so they work meanwhile); only shards ``1..num_workers-1`` get a worker
+            writing into its rows of the batch arrays, and run its part of every command
+            in the driver after the workers were posted, so that they work meanwhile (a
+            step in ``step_wait``, half 0's in the ``recv`` that returns it, a rollout in
+            ``collect``); only shards ``1..num_workers-1`` get a worker
             process or actor (``num_workers=1``: none at all). Results are identical
             either way. The trade-off: shard 0 has no fault isolation (a crash in its env
             kills the driver; an exception there raises ``ShardError`` naming shard 0 with
