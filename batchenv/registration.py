@@ -92,7 +92,7 @@ def _native_entry(env_id: str) -> EnvEntry | None:
 
 def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
          num_workers: int | None = None, backend: str | None = None,
-         **kwargs: Any) -> VectorEnv:
+         local_shard: bool | None = None, **kwargs: Any) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env_id``.
 
     ``vectorization``:
@@ -109,19 +109,22 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
     ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
 
-    ``num_workers`` / ``backend`` (native envs only): a
+    ``num_workers`` / ``backend`` / ``local_shard`` (native envs only): a
     :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
-    ``backend`` (``"process"``, the default, or ``"ray"``).
+    ``backend`` (``"process"``, the default, or ``"ray"``), shard 0 in this process if
+    ``local_shard`` (default False).
     """
-    if num_workers is not None or backend is not None:
+    if num_workers is not None or backend is not None or local_shard is not None:
         entry = _native_entry(env_id)
         if entry is None or vectorization not in (None, "native"):
-            raise ValueError(f"num_workers/backend shard a native batched env; {env_id!r} "
-                             f"with vectorization={vectorization!r} is not one")
+            raise ValueError(f"num_workers/backend/local_shard shard a native batched env; "
+                             f"{env_id!r} with vectorization={vectorization!r} is not one")
         from batchenv.sharded import ShardedVectorEnv
 
         env = ShardedVectorEnv(entry.load(), num_envs, num_workers=num_workers or 1,
-                               backend=backend or "process", **kwargs)
+                               backend=backend or "process",
+                               local_shard=False if local_shard is None else local_shard,
+                               **kwargs)
         env.spec = _spec_for(entry, num_envs, kwargs)
         return env
     if vectorization is not None and vectorization not in VECTORIZATIONS:

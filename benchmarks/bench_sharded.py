@@ -5,15 +5,16 @@
     python benchmarks/bench_sharded.py --only process --rounds 7
     python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
     python benchmarks/bench_sharded.py --only spin     # A/B of the process handshake's spins
-    python benchmarks/bench_sharded.py --only driver-shard  # one shard stepped by the driver
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
 * the ceiling: two independent processes (no communication) of 32,768 envs against one of
   65,536 — what the machine allows right now; every sharded ratio is bounded by it.
-* process backend, 2 workers vs one process: state obs at 65,536 envs and 84x84 pixels at
-  4,096 envs (target: >= 1.6x env-steps/s each); the per-step overhead of sharding at 64
-  envs (µs per step, sharded minus unsharded).
+* process backend, 2 shards vs one process: state obs at 65,536 envs and 84x84 pixels at
+  4,096 envs (target: >= 1.6x env-steps/s each), as 2 worker processes ("process ...")
+  and as the driver stepping shard 0 itself plus 1 worker process (``local_shard=True``,
+  "process+local ..."), the three contenders timed in the same rounds; the per-step
+  overhead of sharding at 64 envs (µs per step, sharded minus unsharded), for both.
 * process backend, ``collect`` as below (no target: the same rollout with one message per
   worker per rollout instead of one per step).
 * ray backend, 2 actors: ``collect`` of 128 steps at 2 x 32,768 envs with a scripted policy
@@ -33,11 +34,6 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   the same semaphores waited on at once (spins set to 0): what the spins buy, 2 workers,
   at 64 state envs, 65,536 state envs and 4,096 pixel envs (ratio = no-spin time / spin
   time).
-
-* ``--only driver-shard``: a design not built, measured through the public API: the driver
-  steps half of 65,536 state envs itself (a ``BatchPong(32768)``) between ``step_async``
-  and ``step_wait`` of a one-worker sharded env holding the other half (two processes on
-  two cores instead of three), against one process and against two workers.
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -60,7 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batchenv import BatchPong, ShardedVectorEnv  # noqa: E402
 
-TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6, "ray collect 2x32768": 1.5}
+TARGETS = {"process state 65536": 1.6, "process pixels 4096": 1.6,
+           "process+local state 65536": 1.6, "process+local pixels 4096": 1.6,
+           "ray collect 2x32768": 1.5}
 
 # Ray for a small machine, set before it starts: its workers at the driver's priority (Ray
 # starts them at nice 15, so that on a shared machine the actors lose every core to other
@@ -99,21 +97,32 @@ def stepper(env, num_envs: int) -> Callable[[], None]:
 def compare(name: str, make_a: Callable, make_b: Callable, calls: int, rounds: int,
             results: dict) -> None:
     """Seconds per call of two contenders, interleaved over ``rounds``; prints b/a."""
-    env_a, fn_a = make_a()
-    env_b, fn_b = make_b()
+    compare_many(make_a, {name: make_b}, calls, rounds, results)
+
+
+def compare_many(make_a: Callable, others: dict[str, Callable], calls: int, rounds: int,
+                 results: dict) -> None:
+    """``make_a`` against each of ``others`` (name: maker), all timed once per round
+    (interleaved), each ratio taken against ``make_a``'s time of the same round."""
+    envs, fns = [], []
     try:
-        fn_a(), fn_b()  # warm up
-        ratios, times_a, times_b = [], [], []
+        for make in (make_a, *others.values()):
+            env, fn = make()
+            envs.append(env)
+            fns.append(fn)
+        for fn in fns:  # warm up
+            fn()
+        times: list[list[float]] = [[] for _ in fns]
         for _ in range(rounds):
-            ta, tb = block_time(fn_a, calls), block_time(fn_b, calls)
-            times_a.append(ta)
-            times_b.append(tb)
-            ratios.append(ta / tb)
+            for i, fn in enumerate(fns):
+                times[i].append(block_time(fn, calls))
     finally:
-        env_a.close()
-        env_b.close()
-    results[name] = (statistics.median(ratios), min(ratios), max(ratios),
-                     statistics.median(times_a), statistics.median(times_b))
+        for env in envs:
+            env.close()
+    for i, name in enumerate(others, 1):
+        ratios = [ta / tb for ta, tb in zip(times[0], times[i])]
+        results[name] = (statistics.median(ratios), min(ratios), max(ratios),
+                         statistics.median(times[0]), statistics.median(times[i]))
 
 
 def _independent(num_envs: int, calls: int, kwargs: dict, queue) -> None:
@@ -156,31 +165,23 @@ def ceiling_case(rounds: int, results: dict) -> None:
 
 def process_cases(rounds: int, results: dict) -> None:
     ceiling_case(rounds, results)
-    for label, n, kwargs, calls in (("process state 65536", 65536, {}, 20),
-                                    ("process pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
+    for what, n, kwargs, calls in (("state 65536", 65536, {}, 20),
+                                   ("pixels 4096", 4096, {"obs_type": "pixels"}, 5),
+                                   ("overhead 64", 64, {}, 300)):
         def one(n=n, kwargs=kwargs):
             env = BatchPong(n, copy=False, **kwargs)
             env.reset(seed=0)
             return env, stepper(env, n)
 
-        def sharded(n=n, kwargs=kwargs):
-            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
+        def sharded(n=n, kwargs=kwargs, local=False):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                   local_shard=local, **kwargs)
             env.reset(seed=0)
             return env, stepper(env, n)
 
-        compare(label, one, sharded, calls, rounds, results)
-
-    def one64():
-        env = BatchPong(64, copy=False)
-        env.reset(seed=0)
-        return env, stepper(env, 64)
-
-    def sharded64():
-        env = ShardedVectorEnv(BatchPong, 64, num_workers=2, copy=False)
-        env.reset(seed=0)
-        return env, stepper(env, 64)
-
-    compare("process overhead 64", one64, sharded64, 300, rounds, results)
+        compare_many(one, {f"process {what}": sharded,
+                           f"process+local {what}": lambda s=sharded: s(local=True)},
+                     calls, rounds, results)
     # no target: what the process backend gives when a call carries a whole rollout
     collect_case("process collect 2x32768", "process", rounds, results)
 
@@ -205,46 +206,6 @@ def spin_cases(rounds: int, results: dict) -> None:
             return env, stepper(env, n)
 
         compare(label, lambda: sharded(spin=False), sharded, calls, rounds, results)
-
-
-def driver_shard_cases(rounds: int, results: dict) -> None:
-    """Half of the batch stepped in the driver, half in one worker (see the docstring)."""
-    n, half = 65536, 32768
-
-    def one():
-        env = BatchPong(n, copy=False)
-        env.reset(seed=0)
-        return env, stepper(env, n)
-
-    def mixed():
-        remote = ShardedVectorEnv(BatchPong, half, num_workers=1, copy=False)
-        local = BatchPong(half, copy=False)
-        remote.reset(seed=0)
-        local.reset(seed=0)
-        rng = np.random.default_rng(0)
-        actions = [rng.integers(0, 3, n) for _ in range(8)]
-        counter = iter(range(1 << 62))
-
-        def step() -> None:
-            a = actions[next(counter) & 7]
-            remote.step_async(a[half:])
-            local.step(a[:half])
-            remote.step_wait()
-
-        class Both:
-            def close(self) -> None:
-                remote.close()
-                local.close()
-
-        return Both(), step
-
-    def sharded():
-        env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False)
-        env.reset(seed=0)
-        return env, stepper(env, n)
-
-    compare("driver + 1 worker 65536", one, mixed, 20, rounds, results)
-    compare("2 workers 65536", one, sharded, 20, rounds, results)
 
 
 def collect_case(name: str, backend: str, rounds: int, results: dict,
@@ -425,12 +386,10 @@ def cluster_case(rounds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray", "cluster", "spin", "driver-shard"],
-                   default=None,
+    p.add_argument("--only", choices=["process", "ray", "cluster", "spin"], default=None,
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
                         "figures for docs/scaling-out.md; spin: an A/B of the process "
-                        "handshake's spins; driver-shard: half the batch stepped by the "
-                        "driver; none of these three is run by default)")
+                        "handshake's spins; neither is run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     p.add_argument("--ray-defaults", action="store_true",
                    help="start Ray as it comes (actors at nice 15, object store not "
@@ -451,8 +410,6 @@ def main(argv: list[str] | None = None) -> int:
         cluster_case(args.rounds)
     if args.only == "spin":
         spin_cases(args.rounds, results)
-    if args.only == "driver-shard":
-        driver_shard_cases(args.rounds, results)
     missed = []
     ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():

@@ -86,15 +86,22 @@ def assert_same_step(ref: tuple, got: tuple, where: str) -> None:
 
 
 # ---------------------------------------------------------------------- identical results
+# (num_workers, local_shard): with local_shard, shard 0 is stepped in the driver, and
+# num_workers=1 starts no worker process at all
+LAYOUTS = [(2, False), (3, False), (1, True), (2, True), (3, True)]
+
+
 @pytest.mark.parametrize("mode", list(AutoresetMode))
-@pytest.mark.parametrize("workers", [2, 3])
-def test_same_as_unsharded(mode: AutoresetMode, workers: int) -> None:
+@pytest.mark.parametrize(("workers", "local"), LAYOUTS)
+def test_same_as_unsharded(mode: AutoresetMode, workers: int, local: bool) -> None:
     """Every output of every step equals the unsharded env's, through episode ends,
     truncations, masked resets (with and without seeds) and a seed list."""
     kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
     ref = BatchPong(N, **kwargs)
-    env = ShardedVectorEnv(BatchPong, N, num_workers=workers, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=workers, local_shard=local, **kwargs)
     try:
+        assert len(env.worker_pids) == workers - local
+        assert os.getpid() not in env.worker_pids
         assert env.shard_rows == [range(k * N // workers, (k + 1) * N // workers)
                                   for k in range(workers)]
         ref_obs, ref_info = ref.reset(seed=11)
@@ -132,9 +139,11 @@ def test_same_as_unsharded(mode: AutoresetMode, workers: int) -> None:
         ref.close()
 
 
-def test_row_i_is_a_batch_of_one_seeded_s_plus_i() -> None:
+@pytest.mark.parametrize("local", [False, True])
+def test_row_i_is_a_batch_of_one_seeded_s_plus_i(local: bool) -> None:
     """Whatever num_workers, row i behaves as a 1-env batch seeded s + i."""
-    env = ShardedVectorEnv(BatchPong, 6, num_workers=3, max_episode_steps=EPISODE)
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=3, max_episode_steps=EPISODE,
+                           local_shard=local)
     try:
         obs, _ = env.reset(seed=100)
         singles = [BatchPong(1, max_episode_steps=EPISODE) for _ in range(6)]
@@ -151,11 +160,12 @@ def test_row_i_is_a_batch_of_one_seeded_s_plus_i() -> None:
         env.close()
 
 
-def test_state_snapshots_and_render() -> None:
+@pytest.mark.parametrize("local", [False, True])
+def test_state_snapshots_and_render(local: bool) -> None:
     """get_state / set_state (whole batch and masked) and render against the oracle."""
     kwargs = dict(max_episode_steps=EPISODE, render_mode="rgb_array")
     ref = BatchPong(N, **kwargs)
-    env = ShardedVectorEnv(BatchPong, N, num_workers=2, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, local_shard=local, **kwargs)
     try:
         with pytest.raises(StepBeforeResetError):
             env.step(actions_for(0))
@@ -218,10 +228,17 @@ def test_bad_arguments() -> None:
         ShardedVectorEnv(object, 4, num_workers=2)
     with pytest.raises(ValueError, match="obs_type"):  # the env's own check, in the driver
         ShardedVectorEnv(BatchPong, 4, num_workers=2, obs_type="smell")
+    with pytest.raises(TypeError, match="local_shard"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, local_shard="yes")
+    with pytest.raises(TypeError, match="local_shard"):
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, local_shard=1)
+    with pytest.raises(ValueError, match="obs_type"):  # no worker left behind (no_leaks)
+        ShardedVectorEnv(BatchPong, 4, num_workers=2, local_shard=True, obs_type="smell")
 
 
 # ---------------------------------------------------------------------- overlap
-def test_step_async_and_double_buffering_match_unsharded() -> None:
+@pytest.mark.parametrize("local", [False, True])
+def test_step_async_and_double_buffering_match_unsharded(local: bool) -> None:
     """step_async/step_wait is step; in the double-buffered mode, each half sees the same
     calls as in a plain run, so a row-wise policy gives the same trajectories."""
     steps = 30
@@ -234,7 +251,7 @@ def test_step_async_and_double_buffering_match_unsharded() -> None:
         out = ref.step(chase(obs))
         obs = out[0]
         expected.append(out)
-    env = ShardedVectorEnv(BatchPong, N, num_workers=2, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, local_shard=local, **kwargs)
     try:
         obs, _ = env.reset(seed=3)
         for t in range(steps):
@@ -286,7 +303,9 @@ def _rows_info(info: dict, rows: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------------- collect
 @pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
-def test_collect_matches_stepping_unsharded(mode: AutoresetMode) -> None:
+@pytest.mark.parametrize(("workers", "local"), [(3, False), (3, True), (1, True)])
+def test_collect_matches_stepping_unsharded(mode: AutoresetMode, workers: int,
+                                            local: bool) -> None:
     steps = 2 * EPISODE + 5
     kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
     ref = BatchPong(N, **kwargs)
@@ -304,7 +323,7 @@ def test_collect_matches_stepping_unsharded(mode: AutoresetMode) -> None:
         if "_final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
                 finals.append(((t, i), info["final_obs"][i]))
-    env = ShardedVectorEnv(BatchPong, N, num_workers=3, **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=workers, local_shard=local, **kwargs)
     try:
         env.reset(seed=9)
         half = steps // 2  # two calls: the second reuses the policy held by the workers
@@ -371,8 +390,11 @@ def test_a_dead_worker_is_named_and_close_cleans_up(how: str) -> None:
     assert not any(alive(pid) for pid in pids)
 
 
-def test_an_exception_in_a_worker_is_named_with_its_cause() -> None:
-    env = ShardedVectorEnv(BatchPong, N, num_workers=2)
+@pytest.mark.parametrize("local", [False, True])
+def test_an_exception_in_a_worker_is_named_with_its_cause(local: bool) -> None:
+    """In a collect, every shard raises: the first is named, the others listed (with
+    local_shard, shard 0's exception was raised in the driver itself)."""
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, local_shard=local)
     try:
         env.reset(seed=0)
         with pytest.raises(ShardError, match=r"shard 0 \(rows 0\.\.17\) raised ValueError") \
@@ -385,16 +407,20 @@ def test_an_exception_in_a_worker_is_named_with_its_cause() -> None:
     assert not any(alive(pid) for pid in env.worker_pids)
 
 
-def test_a_worker_killed_mid_step_is_named_within_the_timeout() -> None:
+@pytest.mark.parametrize("local", [False, True])
+def test_a_worker_killed_mid_step_is_named_within_the_timeout(local: bool) -> None:
     """Shard 1 sleeps inside its step (the fast path: no pipe message in flight) and is
-    killed there: step_wait reports it long before the timeout, and close() cleans up."""
-    env = ShardedVectorEnv(TroubleCounter, 6, num_workers=2, nap=30.0, timeout=20.0)
+    killed there: step_wait reports it long before the timeout, and close() cleans up.
+    With local_shard, the driver steps shard 0 in step_wait, then finds shard 1 dead."""
+    env = ShardedVectorEnv(TroubleCounter, 6, num_workers=2, nap=30.0, timeout=20.0,
+                           local_shard=local)
     pids = env.worker_pids
+    shard1 = pids[-1]  # with local_shard, worker_pids holds shard 1's only
     env.reset(seed=0)
     actions = np.array([0, 1, 2, 3, 0, 0])  # a 3 in shard 1's rows only
     env.step_async(actions)
     time.sleep(0.3)  # shard 0 has answered, shard 1 sleeps in its step
-    os.kill(pids[1], signal.SIGKILL)
+    os.kill(shard1, signal.SIGKILL)
     start = time.monotonic()
     with pytest.raises(ShardError, match=r"shard 1 \(rows 3\.\.5\) died during step "
                                          r"\(killed by signal SIGKILL\)") as err:
@@ -419,6 +445,57 @@ def test_an_exception_in_a_step_is_named_and_the_env_closes() -> None:
         assert isinstance(err.value.__cause__, ValueError) and err.value.others == []
         with pytest.raises(ShardError, match="unusable"):
             env.step(np.zeros(6, np.int64))
+    finally:
+        env.close()
+    assert not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSEGV"])
+def test_local_shard_a_dead_worker_is_named_and_close_cleans_up(how: str) -> None:
+    """local_shard=True: the driver holds shard 0, the one worker process shard 1; killing
+    it raises ShardError naming shard 1 (the driver's own step went through)."""
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, local_shard=True)
+    pids = env.worker_pids
+    assert len(pids) == 1
+    env.reset(seed=0)
+    os.kill(pids[0], getattr(signal, how))
+    with pytest.raises(ShardError, match=rf"shard 1 \(rows 18\.\.36\) died .*{how}") as err:
+        env.step(actions_for(0))
+    assert err.value.shard == 1 and err.value.rows == range(18, 37)
+    assert err.value.others == []
+    with pytest.raises(ShardError, match="unusable"):
+        env.step(actions_for(0))
+    env.close()
+    assert not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local_shard_an_exception_in_the_driver_is_a_shard_error(workers: int) -> None:
+    """An exception in the env of the driver's shard 0 is a ShardError naming shard 0 and
+    its rows, with the exception as the cause (the worker's step was still collected, so
+    close() finds it between commands); the env is then unusable, as after a worker's."""
+    env = ShardedVectorEnv(TroubleCounter, 6, num_workers=workers, local_shard=True)
+    pids = env.worker_pids
+    last = 6 // workers - 1
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(6, np.int64))
+        with pytest.raises(ShardError, match=rf"shard 0 \(rows 0\.\.{last}\) raised "
+                                             r"ValueError: action 4 at local rows \[1\] "
+                                             r"\(in the driver") as err:
+            env.step(np.array([0, 4, 0, 0, 0, 0]))
+        assert isinstance(err.value.__cause__, ValueError) and err.value.others == []
+        with pytest.raises(ShardError, match="unusable"):
+            env.step(np.zeros(6, np.int64))
+        if workers == 2:  # both fail: shard 0 named, shard 1 listed
+            other = ShardedVectorEnv(TroubleCounter, 6, num_workers=2, local_shard=True)
+            try:
+                other.reset(seed=0)
+                with pytest.raises(ShardError, match=r"shard 0 .*\(in the driver") as err:
+                    other.step(np.array([4, 0, 0, 4, 0, 0]))
+                assert err.value.others == [1]
+            finally:
+                other.close()
     finally:
         env.close()
     assert not any(alive(pid) for pid in pids)
@@ -497,6 +574,23 @@ def test_a_hung_worker_times_out_and_close_returns() -> None:
     assert not any(alive(pid) for pid in pids)
 
 
+@pytest.mark.parametrize("local", [False, True])
+def test_views_kept_after_close_stay_readable(local: bool) -> None:
+    """copy=False outputs are views of shared memory (with local_shard, so are the driver's
+    env's buffers, which a traceback may keep): close() unlinks the blocks, and the mapping
+    lives on with the views (reading one after close must not crash the driver)."""
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, copy=False, local_shard=local)
+    obs, _ = env.reset(seed=2)
+    expected = obs.copy()
+    kept = obs[3:30]  # a view of a view, across both shards
+    env.close()
+    del obs
+    import gc
+
+    gc.collect()
+    assert np.array_equal(kept, expected[3:30])
+
+
 def test_garbage_collection_frees_the_workers_and_memory() -> None:
     env = ShardedVectorEnv(BatchPong, 8, num_workers=2)
     pids = env.worker_pids
@@ -555,10 +649,14 @@ def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, tmp_path) -> 
 
 
 # ---------------------------------------------------------------------- make
-def test_make_passes_num_workers_and_backend() -> None:
-    env = batchenv.make("CartPole-v1", 10, num_workers=2, max_episode_steps=20)
+@pytest.mark.parametrize("local", [False, True])
+def test_make_passes_num_workers_and_backend(local: bool) -> None:
+    env = batchenv.make("CartPole-v1", 10, num_workers=2, max_episode_steps=20,
+                        local_shard=local)
     try:
         assert isinstance(env, ShardedVectorEnv) and env.num_workers == 2
+        assert env.local_shard is local and len(env.worker_pids) == 2 - local
+        assert "local_shard" not in env.spec.kwargs  # the spec makes the env, not the shards
         assert env.spec is not None and env.spec.id == "batchenv/CartPole-v1"
         ref = batchenv.make("CartPole-v1", 10, max_episode_steps=20)
         assert np.array_equal(ref.reset(seed=4)[0], env.reset(seed=4)[0])
@@ -569,6 +667,8 @@ def test_make_passes_num_workers_and_backend() -> None:
         env.close()
     with pytest.raises(ValueError, match="native"):
         batchenv.make("CartPole-v1", 4, num_workers=2, vectorization="thread")
+    with pytest.raises(ValueError, match="native"):
+        batchenv.make("CartPole-v1", 4, local_shard=True, vectorization="thread")
 
 
 def test_counter_env_uneven_shards_keep_time_limits() -> None:
@@ -649,13 +749,14 @@ def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
 
 
 # ---------------------------------------------------------------------- SyncVectorEnv's API
-def test_sync_api_matches_unsharded() -> None:
+@pytest.mark.parametrize("local", [False, True])
+def test_sync_api_matches_unsharded(local: bool) -> None:
     """np_random_seed, call / get_attr / set_attr, an all-True first reset mask and
     SAME_STEP's final_obs entry types, against the unsharded env."""
     kwargs = dict(autoreset_mode=AutoresetMode.SAME_STEP, max_count=np.int64(2),
                   max_episode_steps=5, render_mode=None)
     ref = CounterEnv(5, **kwargs)
-    env = ShardedVectorEnv(CounterEnv, 5, num_workers=2, **kwargs)
+    env = ShardedVectorEnv(CounterEnv, 5, num_workers=2, local_shard=local, **kwargs)
     try:
         everything = {"reset_mask": np.ones(5, bool)}
         ref.reset(seed=[3, None, 4, 5, 6], options=everything)

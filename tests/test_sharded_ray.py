@@ -30,21 +30,23 @@ def assert_same(ref: tuple, got: tuple, where: str) -> None:
                               np.stack(got[4]["final_obs"][mask])), where
 
 
-def check_same_as_unsharded(mode: AutoresetMode, store: bool = False, **ray_options
-                            ) -> tuple[list[str], list[bool]]:
+def check_same_as_unsharded(mode: AutoresetMode, store: bool = False, local: bool = False,
+                            **ray_options) -> tuple[list[str], list[bool]]:
     """Steps, a masked reset, a state round trip and three collects (of 60, 5 and 60 steps:
     the trajectory buffers reused, then remade) against the unsharded env; ``store``: every
-    actor returns its trajectories through the object store, as from another node. Returns
-    the actors' node ids and which shards wrote into the driver's shared memory."""
+    actor returns its trajectories through the object store, as from another node;
+    ``local``: shard 0 in the driver (``local_shard``), shard 1 an actor. Returns the
+    actors' node ids and which of their shards wrote into the driver's shared memory."""
     kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
     ref = BatchPong(N, **kwargs)
     env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray",
-                           ray_options=ray_options, **kwargs)
+                           ray_options=ray_options, local_shard=local, **kwargs)
     try:
-        nodes = ray.get([a.node_id.remote() for a in env._backend.actors])
+        backend = env._backend.remote if local else env._backend
+        nodes = ray.get([a.node_id.remote() for a in backend.actors])
         if store:
-            env._backend.same_node = [False, False]
-        shared = list(env._backend.same_node)
+            backend.same_node = [False] * len(backend.actors)
+        shared = list(backend.same_node)
         assert np.array_equal(ref.reset(seed=7)[0], env.reset(seed=7)[0])
         endings = 0
         for t in range(2 * EPISODE):
@@ -135,6 +137,14 @@ class TestLocalRay:
         _nodes, shared = check_same_as_unsharded(AutoresetMode.NEXT_STEP, store=store)
         assert shared == [not store, not store]  # both actors are on the driver's node
         assert shm_blocks() == before  # close() unlinked the trajectory blocks
+
+    @pytest.mark.parametrize("store", [False, True], ids=["shared-memory", "object-store"])
+    def test_same_as_unsharded_with_local_shard(self, store: bool) -> None:
+        """Shard 0 in the driver, shard 1 an actor whose collect writes into the same
+        trajectory arrays (shared memory) or is copied into them (object store)."""
+        _nodes, shared = check_same_as_unsharded(AutoresetMode.SAME_STEP, store=store,
+                                                 local=True)
+        assert shared == [not store]
 
     def test_double_buffered_halves_alternate(self) -> None:
         env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")

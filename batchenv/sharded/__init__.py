@@ -25,11 +25,17 @@ Beyond the ``VectorEnv`` API (see ``docs/scaling-out.md``):
 
 A worker that raises, dies or hangs (past ``timeout``) raises :class:`ShardError` naming
 the shard and its rows; ``close()`` stops every worker and frees the shared memory.
+
+``local_shard=True`` keeps shard 0 in the driver process, stepped by the driver between
+posting the workers and collecting them (``batchenv/sharded/_local.py``): ``num_workers=2``
+is then the driver and one worker process. On a machine with as many cores as shards this
+measured faster than a worker per shard (the driver steps instead of sitting on a core
+waiting, one handoff per step instead of two); the price is no fault isolation for shard 0
+and a driver busy during ``step_wait``.
 """
 
 from __future__ import annotations
 
-import pickle
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +124,16 @@ class ShardedVectorEnv(VectorEnv):
         start_method: ``"forkserver"`` (default on Linux) or ``"spawn"`` (process backend).
         ray_options: options of each Ray actor (``num_cpus`` 1 by default, ``resources``,
             ``scheduling_strategy``, ...), passed to ``ActorClass.options``.
+        local_shard: keep shard 0 in the driver process, as an ordinary ``BatchEnv``
+            writing into its rows of the batch arrays, and run its part of every command
+            in the driver after the workers were posted, so that they work meanwhile (a
+            step in ``step_wait``, half 0's in the ``recv`` that returns it, a rollout in
+            ``collect``); only shards ``1..num_workers-1`` get a worker
+            process or actor (``num_workers=1``: none at all). Results are identical
+            either way. The trade-off: shard 0 has no fault isolation (a crash in its env
+            kills the driver; an exception there raises ``ShardError`` naming shard 0 with
+            the exception as ``__cause__``), no ``timeout``, and the driver is busy stepping
+            it during ``step_wait``. :attr:`worker_pids` then lists shards ``1..`` only.
         **env_kwargs: the env's constructor arguments (``autoreset_mode``,
             ``max_episode_steps``, ``render_mode``, ``obs_type``, ...).
     """
@@ -125,7 +141,8 @@ class ShardedVectorEnv(VectorEnv):
     def __init__(self, env: type[BatchEnv] | str, num_envs: int, *, num_workers: int,
                  backend: str = "process", copy: bool = True, validate: bool = True,
                  timeout: float | None = None, start_method: str | None = None,
-                 ray_options: Mapping[str, Any] | None = None, **env_kwargs: Any) -> None:
+                 ray_options: Mapping[str, Any] | None = None, local_shard: bool = False,
+                 **env_kwargs: Any) -> None:
         env_cls = _resolve_env(env)
         n = self.num_envs = _check_num_envs(num_envs, None)
         if not _is_int(num_workers) or not 1 <= num_workers <= n:
@@ -133,12 +150,15 @@ class ShardedVectorEnv(VectorEnv):
                              f"{num_workers!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if not isinstance(local_shard, (bool, np.bool_)):
+            raise TypeError(f"local_shard must be a bool, got {local_shard!r}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds or None, got "
                              f"{timeout!r}")
         template = env_cls(1, **env_kwargs)  # checks the kwargs here, in the driver
         self.env_cls, self.env_kwargs = env_cls, dict(env_kwargs)
         self.num_workers, self.backend = int(num_workers), backend
+        self.local_shard = bool(local_shard)
         self.copy, self.validate, self.timeout = bool(copy), bool(validate), timeout
         self.single_observation_space = template.single_observation_space
         self.single_action_space = template.single_action_space
@@ -175,17 +195,35 @@ class ShardedVectorEnv(VectorEnv):
             layout["final_obs"] = ((n, *obs_shape), obs_space.dtype)
             layout["final_mask"] = ((n,), np.bool_)
         self.closed = True  # until the workers are up: close() has nothing to do
-        self._backend: Any  # ProcessBackend or RayBackend
-        if backend == "process":
+        self._backend: Any  # ProcessBackend, RayBackend or WithLocalShard
+        first = int(self.local_shard)  # the first shard that gets a worker
+        remote: Any = None
+        if first == self.num_workers:
+            pass  # local_shard with one shard: no worker at all
+        elif backend == "process":
             from batchenv.sharded._process import ProcessBackend
 
-            self._backend = ProcessBackend(env_cls, self.bounds, self.env_kwargs, layout,
-                                           start_method=start_method, timeout=timeout)
+            remote = ProcessBackend(env_cls, self.bounds[first:], self.env_kwargs, layout,
+                                    start_method=start_method, timeout=timeout,
+                                    first_shard=first)
         else:
             from batchenv.sharded._ray import RayBackend
 
-            self._backend = RayBackend(env_cls, self.bounds, self.env_kwargs, layout,
-                                       ray_options=dict(ray_options or {}), timeout=timeout)
+            remote = RayBackend(env_cls, self.bounds[first:], self.env_kwargs, layout,
+                                ray_options=dict(ray_options or {}), timeout=timeout,
+                                first_shard=first)
+        if self.local_shard:
+            from batchenv.sharded._local import WithLocalShard
+
+            try:
+                self._backend = WithLocalShard(env_cls, self.bounds, self.env_kwargs,
+                                               layout, remote)
+            except BaseException:
+                if remote is not None:
+                    remote.close()  # no worker or block outlives a failed start
+                raise
+        else:
+            self._backend = remote
         self._finalizer = weakref.finalize(self, self._backend.close)
         self.closed = False
         self._arrays = self._backend.arrays
@@ -203,12 +241,14 @@ class ShardedVectorEnv(VectorEnv):
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the workers (Ray: of the actors; on other nodes they name
-        processes there)."""
+        processes there), one per shard; with ``local_shard``, of shards ``1..`` only
+        (shard 0 is the driver)."""
         return list(self._backend.pids)
 
     def __repr__(self) -> str:
+        local = ", local_shard=True" if self.local_shard else ""
         return (f"ShardedVectorEnv({self.env_cls.__name__}, num_envs={self.num_envs}, "
-                f"num_workers={self.num_workers}, backend={self.backend!r})")
+                f"num_workers={self.num_workers}, backend={self.backend!r}{local})")
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
@@ -394,7 +434,9 @@ class ShardedVectorEnv(VectorEnv):
         or ``(actions, extras)`` with ``extras`` a dict of arrays over the rows. It must
         pickle: it is sent once per call (``None``: reuse the one sent last), so a network
         policy's weights travel once per rollout. It runs in the workers: limit its
-        threads (``torch.set_num_threads(1)``) when workers share the cores. Continues
+        threads (``torch.set_num_threads(1)``) when workers share the cores. With
+        ``local_shard``, the driver runs shard 0's part of the rollout (with its own
+        unpickled copy of the policy, as a worker has) while the workers run theirs. Continues
         from the env's current state; afterwards ``step`` continues from the last one.
         With ``copy=False`` the arrays are views of the env's buffers (shared memory on the
         driver's node) that the next ``collect`` of as many steps overwrites."""
@@ -411,12 +453,8 @@ class ShardedVectorEnv(VectorEnv):
         arrays, specs = self._backend.collect_buffers(
             steps, tuple(obs_space.shape or ()), obs_space.dtype,
             tuple(act_space.shape or ()), act_space.dtype)
-        if policy is None:
-            payload = None
-        elif self.backend == "process":
-            payload = _pickle_policy(policy)
-        else:
-            payload = self._backend.ray.put(policy)  # once, fetched by every actor
+        # pickled once (Ray: put once, fetched by every actor)
+        payload = None if policy is None else self._backend.pack_policy(policy)
         for k in range(self.num_workers):
             self._backend.start(k, "collect", (payload, steps, specs))
         replies = self._finish(range(self.num_workers), "collect")
@@ -570,19 +608,6 @@ class ShardedVectorEnv(VectorEnv):
                     truncated, info)
         return (arrays["obs"][a:b], arrays["reward"][a:b], arrays["flags"][0, a:b],
                 arrays["flags"][1, a:b], info)
-
-
-def _pickle_policy(policy: Any) -> bytes:
-    """``pickle``, or ``cloudpickle`` (if installed) for lambdas and closures."""
-    try:
-        return pickle.dumps(policy)
-    except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        try:
-            import cloudpickle
-        except ImportError:
-            raise TypeError(f"collect: the policy must pickle (define it at module level, "
-                            f"or install cloudpickle): {exc}") from exc
-        return cloudpickle.dumps(policy)
 
 
 def _shard_seed(seed: Any, a: int, b: int) -> Any:

@@ -52,7 +52,14 @@ from typing import Any
 import numpy as np
 
 from batchenv.sharded._errors import ShardError
-from batchenv.sharded._shard import Shard, StepOut
+from batchenv.sharded._shard import (
+    Shard,
+    adopt_buffers,
+    pickle_policy,
+    rollout_views,
+    row_views,
+    write_out,
+)
 
 #: Prefix of every shared-memory block this module creates (``/dev/shm/<prefix>...``).
 SHM_PREFIX = "batchenv_"
@@ -135,48 +142,6 @@ def _attach(spec: tuple[str, tuple[int, ...], str], cache: dict[str, SharedMemor
     return np.ndarray(shape, dtype=dtype, buffer=cache[name].buf)
 
 
-def adopt_buffers(env: Any, views: dict[str, np.ndarray]) -> bool:
-    """Make the shard's env write its observations, rewards and flags straight into its
-    rows of the shared arrays (its ``copy=False`` outputs are then those rows): a step
-    copies no output at all. Envs that draw incrementally into their observation buffer
-    (BatchPong's pixels) keep doing so there. Falls back to copying (False) if the env's
-    buffers are not the base class's usual ones."""
-    obs, reward, flags = views["obs"], views["reward"], views["flags"]
-    try:
-        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
-              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
-    except AttributeError:
-        return False
-    if not ok:
-        return False
-    obs[...] = env._obs
-    obs.flags.writeable = env._obs.flags.writeable
-    reward[...] = env._reward
-    flags[...] = env._flags
-    env._obs, env._reward, env._flags = obs, reward, flags
-    env._terminated, env._truncated = views["terminated"], views["truncated"]
-    return True
-
-
-def _write(views: dict[str, np.ndarray], out: StepOut) -> None:
-    if out.obs is not views["obs"]:  # else the env wrote there itself (adopt_buffers)
-        views["obs"][...] = out.obs
-    if out.reward is None:
-        return
-    if out.reward is not views["reward"]:
-        views["reward"][...] = out.reward
-    if out.terminated is not views["terminated"]:
-        views["terminated"][...] = out.terminated
-    if out.truncated is not views["truncated"]:
-        views["truncated"][...] = out.truncated
-    if "final_mask" in views:
-        mask = views["final_mask"]
-        mask[...] = False
-        if out.final_rows is not None:
-            mask[out.final_rows] = True
-            views["final_obs"][out.final_rows] = out.final_obs
-
-
 def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[str, Any],
                 specs: dict[str, tuple], conn: connection.Connection, go: Any, done: Any,
                 spin: float) -> None:
@@ -185,13 +150,9 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
     # Ctrl-C goes to the whole process group: the driver handles it and closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     blocks: dict[str, SharedMemory] = {}
-    views = {}
     control = _attach(specs["control"], blocks)
-    for key, spec in specs.items():
-        if key != "control":
-            full = _attach(spec, blocks)
-            views[key] = full[:, start:stop] if key == "flags" else full[start:stop]
-    views["terminated"], views["truncated"] = views["flags"]
+    views = row_views({key: _attach(spec, blocks) for key, spec in specs.items()
+                       if key != "control"}, start, stop)
 
     def post(status: int) -> None:
         control[_STATUS, k] = status
@@ -216,7 +177,7 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
         if kind == STEP:  # the fast path: no pipe, no pickle
             try:
                 out = shard.step(actions)
-                _write(views, out)
+                write_out(views, out)
             except BaseException as exc:  # noqa: BLE001
                 reply(("error", _describe(exc)))
                 continue
@@ -260,10 +221,10 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
            start: int, stop: int, cmd: str, arg: Any) -> Any:
     if cmd == "reset":
         out = shard.reset(*arg)
-        _write(views, out)
+        write_out(views, out)
         return out.info
     if cmd == "set_state":
-        _write(views, shard.set_state(*arg))
+        write_out(views, shard.set_state(*arg))
         return None
     if cmd == "get_state":
         return shard.get_state()
@@ -276,15 +237,10 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
-        rollout: dict[str, np.ndarray] = {}
-        for key, spec in specs.items():
-            full = _attach(spec, blocks)
-            if key == "flags":
-                rollout["terminated"], rollout["truncated"] = full[:, :, start:stop]
-            else:
-                rollout[key] = full[:, start:stop]
+        rollout = rollout_views({key: _attach(spec, blocks) for key, spec in specs.items()},
+                                start, stop)
         last, side = shard.collect(policy, steps, rollout)
-        _write(views, last)
+        write_out(views, last)
         del side["out"]
         return last.info, side
     if cmd == "getpid":
@@ -334,15 +290,28 @@ class _Resources:
         self.done.clear()
 
 
+def shared_array(block: SharedMemory, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array over ``block`` that keeps it mapped while any view of it lives: the view
+    holds a buffer export, so ``block.close()`` raises ``BufferError`` instead of
+    unmapping. (``np.ndarray(buffer=block.buf)`` holds none: a view kept after ``close()``,
+    by the user (``copy=False``) or by a traceback's locals (``local_shard``), would
+    point at unmapped memory.)"""
+    dtype, buffer = np.dtype(dtype), block.buf
+    assert buffer is not None  # an open block
+    return np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+
+
 def unlink(block: SharedMemory) -> None:
+    """Remove ``block``'s name; unmap it now, or (views of it alive) when the last goes."""
     try:
         block.unlink()
     except FileNotFoundError:
         pass
     try:
         block.close()
-    except BufferError:  # the driver's arrays still view it: unmapped when they are freed
-        pass
+    except BufferError:  # views still live: they hold the mapping, which goes with them;
+        block._mmap = None  # type: ignore[attr-defined]  # so close() and __del__ skip it
+        block.close()  # (closes the file descriptor)
 
 
 def default_start_method() -> str:
@@ -354,8 +323,12 @@ class ProcessBackend:
 
     def __init__(self, env_cls: type, bounds: list[int], env_kwargs: dict[str, Any],
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], *,
-                 start_method: str | None, timeout: float | None) -> None:
+                 start_method: str | None, timeout: float | None, first_shard: int = 0
+                 ) -> None:
         self.bounds = bounds
+        #: the batch-wide number of this backend's shard 0, in errors (1 when the driver
+        #: holds shard 0 itself: ``local_shard``)
+        self.first_shard = first_shard
         self.timeout = timeout
         self._poller = _Poller(_DRIVER_SPIN)  # read here: a benchmark may set it per env
         self.resources = _Resources()
@@ -391,7 +364,7 @@ class ProcessBackend:
             parent, child = ctx.Pipe()
             go, done = ctx.Semaphore(0), ctx.Semaphore(0)
             proc = ctx.Process(target=worker_main, daemon=True,
-                               name=f"batchenv-shard-{k}",
+                               name=f"batchenv-shard-{k + self.first_shard}",
                                args=(env_cls, k, bounds[k], bounds[k + 1], env_kwargs,
                                      self._specs, child, go, done, _WORKER_SPIN))
             res.go.append(go)
@@ -413,7 +386,7 @@ class ProcessBackend:
         nbytes = max(1, int(np.prod(shape)) * dtype.itemsize)
         block = SharedMemory(name=f"{self._token}{key}", create=True, size=nbytes)
         self.resources.blocks.append(block)
-        return (np.ndarray(shape, dtype=dtype, buffer=block.buf),
+        return (shared_array(block, shape, dtype),
                 (block.name, tuple(shape), dtype.str))
 
     def start(self, k: int, cmd: str, arg: Any = None) -> None:
@@ -455,9 +428,14 @@ class ProcessBackend:
                 failures.append((k, *_remote_failure(message[1])))
         if failures:  # reported in shard order
             k, message, cause = failures[0]
-            raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
-                             others=[f[0] for f in failures[1:]]) from cause
+            raise ShardError(k + self.first_shard, self.bounds[k], self.bounds[k + 1], message,
+                             others=[f[0] + self.first_shard for f in failures[1:]]
+                             ) from cause
         return replies
+
+    def pack_policy(self, policy: Any) -> bytes:
+        """What ``collect`` sends the workers: the pickled policy."""
+        return pickle_policy(policy)
 
     def _wait_done(self, k: int, deadline: float | None) -> str | None:
         """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``)."""

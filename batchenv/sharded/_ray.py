@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from batchenv.sharded._errors import ShardError
-from batchenv.sharded._process import SHM_PREFIX, unlink
+from batchenv.sharded._process import SHM_PREFIX, shared_array, unlink
 from batchenv.sharded._shard import Shard, StepOut
 
 
@@ -127,11 +127,13 @@ class RayBackend:
 
     def __init__(self, env_cls: type, bounds: list[int], env_kwargs: dict[str, Any],
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], *,
-                 ray_options: dict[str, Any] | None, timeout: float | None) -> None:
+                 ray_options: dict[str, Any] | None, timeout: float | None,
+                 first_shard: int = 0) -> None:
         ray = self.ray = import_ray()
         if not ray.is_initialized():
             ray.init()
         self.bounds = bounds
+        self.first_shard = first_shard  # the batch-wide number of our shard 0, in errors
         self.timeout = timeout
         self.arrays = {key: np.zeros(shape, dtype) for key, (shape, dtype) in layout.items()}
         options = {"num_cpus": 1, **(ray_options or {})}
@@ -189,7 +191,7 @@ class RayBackend:
                 block = SharedMemory(name=token + key, create=True,
                                      size=max(1, int(np.prod(shape)) * dtype.itemsize))
                 self._blocks.append(block)
-                arrays[key] = np.ndarray(shape, dtype=dtype, buffer=block.buf)
+                arrays[key] = shared_array(block, shape, dtype)
                 specs[key] = (block.name, tuple(shape), dtype.str)
         else:
             arrays = {key: np.empty(shape, dtype) for key, (shape, dtype) in layout.items()}
@@ -242,9 +244,14 @@ class RayBackend:
         if failures:  # reported in shard order, whichever answered first
             failures.sort(key=lambda failure: failure[0])
             k, message, first_cause = failures[0]
-            raise ShardError(k, self.bounds[k], self.bounds[k + 1], message,
-                             others=[f[0] for f in failures[1:]]) from first_cause
+            raise ShardError(k + self.first_shard, self.bounds[k], self.bounds[k + 1], message,
+                             others=[f[0] + self.first_shard for f in failures[1:]]
+                             ) from first_cause
         return [self._absorb(k, replies[k]) for k in shards]
+
+    def pack_policy(self, policy: Any) -> Any:
+        """What ``collect`` sends the actors: an ObjectRef, put once, fetched by each."""
+        return self.ray.put(policy)
 
     def _absorb(self, k: int, reply: Any) -> Any:
         """Copy a shard's outputs into the batch buffers; return what the process backend

@@ -1,9 +1,10 @@
-"""What one worker does with its block of rows, whatever carries the commands (a process
-with shared memory, or a Ray actor). Kept free of transport so both backends run the same
-code."""
+"""What one shard does with its block of rows, whatever carries the commands (a worker
+process with shared memory, a Ray actor, or the driver itself with ``local_shard``). Kept
+free of transport so that all of them run the same code."""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,79 @@ def split_info(info: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | No
         return None, None, rest
     rows = np.flatnonzero(info["_final_obs"])
     return rows, np.stack(list(info["final_obs"][rows])), rest
+
+
+def row_views(arrays: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
+    """Rows ``[start, stop)`` of the batch arrays (a shard's part), plus ``terminated`` and
+    ``truncated`` (the two rows of ``flags``)."""
+    views = {key: whole[:, start:stop] if key == "flags" else whole[start:stop]
+             for key, whole in arrays.items()}
+    views["terminated"], views["truncated"] = views["flags"]
+    return views
+
+
+def rollout_views(arrays: dict[str, np.ndarray], start: int, stop: int
+                  ) -> dict[str, np.ndarray]:
+    """Rows ``[start, stop)`` of ``collect``'s (steps, n, ...) trajectory arrays, as
+    :meth:`Shard.collect` takes them."""
+    out = {key: whole[:, start:stop] for key, whole in arrays.items() if key != "flags"}
+    out["terminated"], out["truncated"] = arrays["flags"][:, :, start:stop]
+    return out
+
+
+def pickle_policy(policy: Any) -> bytes:
+    """``pickle``, or ``cloudpickle`` (if installed) for lambdas and closures."""
+    try:
+        return pickle.dumps(policy)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        try:
+            import cloudpickle
+        except ImportError:
+            raise TypeError(f"collect: the policy must pickle (define it at module level, "
+                            f"or install cloudpickle): {exc}") from exc
+        return cloudpickle.dumps(policy)
+
+
+def adopt_buffers(env: Any, views: dict[str, np.ndarray]) -> bool:
+    """Make the shard's env write its observations, rewards and flags straight into its
+    rows of the shared arrays (its ``copy=False`` outputs are then those rows): a step
+    copies no output at all. Envs that draw incrementally into their observation buffer
+    (BatchPong's pixels) keep doing so there. Falls back to copying (False) if the env's
+    buffers are not the base class's usual ones."""
+    obs, reward, flags = views["obs"], views["reward"], views["flags"]
+    try:
+        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
+              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
+    except AttributeError:
+        return False
+    if not ok:
+        return False
+    obs[...] = env._obs
+    obs.flags.writeable = env._obs.flags.writeable
+    reward[...] = env._reward
+    flags[...] = env._flags
+    env._obs, env._reward, env._flags = obs, reward, flags
+    env._terminated, env._truncated = views["terminated"], views["truncated"]
+    return True
+
+
+def write_out(views: dict[str, np.ndarray], out: StepOut) -> None:
+    if out.obs is not views["obs"]:  # else the env wrote there itself (adopt_buffers)
+        views["obs"][...] = out.obs
+    if out.reward is None:
+        return
+    if out.reward is not views["reward"]:
+        views["reward"][...] = out.reward
+    if out.terminated is not views["terminated"]:
+        views["terminated"][...] = out.terminated
+    if out.truncated is not views["truncated"]:
+        views["truncated"][...] = out.truncated
+    if "final_mask" in views:
+        mask = views["final_mask"]
+        mask[...] = False
+        if out.final_rows is not None:
+            mask[out.final_rows] = True
+            views["final_obs"][out.final_rows] = out.final_obs
 
 
 class Shard:

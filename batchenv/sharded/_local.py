@@ -1,0 +1,188 @@
+"""``local_shard=True``: shard 0 lives in the driver and the driver steps it.
+
+With worker processes only, the driver of a step mostly waits: it posts ``go`` to every
+worker and waits for their ``done``. On a machine with as many cores as workers, the
+driver's own work (validation, the handshakes, the policy) then shares a core with a
+worker, and every step pays two handoffs per worker. With ``local_shard=True`` shard 0 is
+an ordinary :class:`~batchenv.sharded._shard.Shard` in the driver, writing straight into
+its rows of the batch arrays (``adopt_buffers``, as a worker does): a command to it is
+recorded by ``start`` and run by ``finish``, after every worker was posted, so the driver
+steps its shard while the workers step theirs, and ``step_async`` still returns at once.
+
+The other shards are an ordinary backend (process or Ray) over ``bounds[1:]``, numbering
+its shards from 1 in its errors. This wrapper is what ``ShardedVectorEnv`` sees: the
+backend interface (``arrays``, ``start``, ``finish``, ``collect_buffers``,
+``pack_policy``, ``pids``, ``close``) over all the shards.
+
+The price: no fault isolation for shard 0 (a segfault there kills the driver; a Python
+exception there is reported as a ``ShardError`` naming shard 0, with the exception as its
+``__cause__``), and no ``timeout`` for it (the driver cannot interrupt itself).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+
+from batchenv.core import BatchEnv
+from batchenv.sharded._errors import ShardError
+from batchenv.sharded._shard import (
+    Shard,
+    adopt_buffers,
+    pickle_policy,
+    rollout_views,
+    row_views,
+    write_out,
+)
+
+
+def unpack_policy(payload: Any) -> Any:
+    """The policy that ``pack_policy`` packed (pickled bytes, or a Ray ObjectRef): the
+    local shard runs its own copy, as a worker does, so that a policy holding state (a
+    random generator) behaves the same whichever shard runs it."""
+    if payload is None or isinstance(payload, bytes):
+        return None if payload is None else pickle.loads(payload)
+    import ray
+
+    return ray.get(payload)
+
+
+class LocalShard:
+    """Shard 0, rows ``[start, stop)``, in the driver: a :class:`Shard` whose env writes
+    into its rows of the batch ``arrays``."""
+
+    def __init__(self, env_cls: type[BatchEnv], start: int, stop: int,
+                 env_kwargs: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.start, self.stop = start, stop
+        self.shard = Shard(env_cls, stop - start, env_kwargs)
+        self.views = row_views(arrays, start, stop)
+        adopt_buffers(self.shard.env, self.views)
+
+    def run(self, cmd: str, arg: Any, trajectories: dict[str, np.ndarray] | None) -> Any:
+        """Run a command; returns what a worker would reply (see ``_process._serve``)."""
+        shard, views = self.shard, self.views
+        if cmd == "step":
+            out = shard.step(views["actions"])
+            write_out(views, out)
+            return out.info
+        if cmd == "reset":
+            out = shard.reset(*arg)
+            write_out(views, out)
+            return out.info
+        if cmd == "set_state":
+            write_out(views, shard.set_state(*arg))
+            return None
+        if cmd == "get_state":
+            return shard.get_state()
+        if cmd == "render":
+            return shard.render()
+        if cmd == "call":
+            return shard.call(*arg)
+        if cmd == "set_attr":
+            return shard.set_attr(*arg)
+        if cmd == "collect":
+            payload, steps, _specs = arg
+            assert trajectories is not None  # collect_buffers came first
+            rollout = rollout_views(trajectories, self.start, self.stop)
+            last, side = shard.collect(unpack_policy(payload), steps, rollout)
+            write_out(views, last)
+            del side["out"]
+            return last.info, side
+        raise ValueError(f"unknown command {cmd!r}")
+
+    def close(self) -> None:
+        self.shard.env.close()
+        self.views.clear()
+
+
+class WithLocalShard:
+    """The backend of a ``ShardedVectorEnv(..., local_shard=True)``: shard 0 is a
+    :class:`LocalShard`, shards ``1..`` are ``remote``'s (``None``: there are none)."""
+
+    def __init__(self, env_cls: type[BatchEnv], bounds: list[int],
+                 env_kwargs: dict[str, Any],
+                 layout: dict[str, tuple[tuple[int, ...], Any]], remote: Any | None) -> None:
+        self.bounds = bounds
+        self.remote: Any = remote  # a ProcessBackend or RayBackend, or None
+        self.arrays: dict[str, np.ndarray] = remote.arrays if remote is not None else {
+            key: np.zeros(shape, dtype) for key, (shape, dtype) in layout.items()}
+        self.pids: list[int] = list(remote.pids) if remote is not None else []
+        self.local: LocalShard | None = LocalShard(env_cls, bounds[0], bounds[1],
+                                                   env_kwargs, self.arrays)
+        self._pending: tuple[str, Any] | None = None  # shard 0's command, run by finish
+        self._traj: tuple[int, dict[str, np.ndarray]] | None = None
+
+    def start(self, k: int, cmd: str, arg: Any = None) -> None:
+        """Shard 0: remember the command (``finish`` runs it); others: send it."""
+        if k == 0:
+            self._pending = (cmd, arg)
+        else:
+            self.remote.start(k - 1, cmd, arg)
+
+    def finish(self, shards: Any, *, what: str = "step", timeout: float | None = None
+               ) -> list[Any]:
+        """Run shard 0's command here (the workers were posted already, so they work
+        meanwhile), then collect the workers' replies; errors as the remote backend's,
+        shard 0's first."""
+        shards = list(shards)
+        replies: list[Any] = []
+        failure: Exception | None = None
+        if shards and shards[0] == 0:
+            assert self._pending is not None and self.local is not None
+            (cmd, arg), self._pending = self._pending, None
+            try:
+                replies.append(self.local.run(cmd, arg, None if self._traj is None
+                                              else self._traj[1]))
+            except Exception as exc:  # noqa: BLE001  (reported after the workers answer)
+                failure = exc
+        others: list[int] = []
+        workers = [k - 1 for k in shards if k != 0]
+        if workers:
+            try:
+                replies += self.remote.finish(workers, what=what, timeout=timeout)
+            except ShardError as exc:
+                if failure is None:
+                    raise
+                others = [exc.shard, *exc.others]
+        if failure is not None:
+            raise ShardError(0, self.bounds[0], self.bounds[1],
+                             f"raised {type(failure).__name__}: {failure} (in the "
+                             f"driver: local_shard)", others=others
+                             ) from failure
+        return replies
+
+    def collect_buffers(self, steps: int, obs_shape: tuple, obs_dtype: Any,
+                        act_shape: tuple, act_dtype: Any
+                        ) -> tuple[dict[str, np.ndarray], Any]:
+        """The remote backend's (steps, n, ...) trajectory arrays (shard 0 writes its rows
+        there too), or ordinary arrays when there is no worker; reused while ``steps`` is
+        unchanged."""
+        if self.remote is not None:
+            arrays, specs = self.remote.collect_buffers(steps, obs_shape, obs_dtype,
+                                                        act_shape, act_dtype)
+        elif self._traj is not None and self._traj[0] == steps:
+            arrays, specs = self._traj[1], None
+        else:
+            n = self.bounds[-1]
+            arrays = {"obs": np.empty((steps, n, *obs_shape), obs_dtype),
+                      "actions": np.empty((steps, n, *act_shape), act_dtype),
+                      "rewards": np.empty((steps, n)),
+                      "flags": np.empty((2, steps, n), np.bool_)}
+            specs = None
+        self._traj = (steps, arrays)
+        return arrays, specs
+
+    def pack_policy(self, policy: Any) -> Any:
+        return pickle_policy(policy) if self.remote is None else self.remote.pack_policy(policy)
+
+    def close(self) -> None:
+        local, self.local = self.local, None
+        self._pending = self._traj = None
+        try:
+            if local is not None:
+                local.close()
+        finally:
+            if self.remote is not None:
+                self.remote.close()
