@@ -74,21 +74,22 @@ def freeway_climber(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_freeway_random_policy(sticky):
-    env = BatchFreeway(64, sticky_action_prob=sticky)
+def test_freeway_random_policy(sticky, kernels):
+    env = BatchFreeway(64, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, FREEWAY, 400, random_policy(6), seed=3, rng=np.random.RandomState(3))
     assert res.steps == 64 * 400
 
 
-def test_freeway_scripted_policy_crosses_until_the_time_limit():
-    env = BatchFreeway(40, sticky_action_prob=0.1)
+def test_freeway_scripted_policy_crosses_until_the_time_limit(kernels):
+    env = BatchFreeway(40, sticky_action_prob=0.1, kernels=kernels)
     res = run(env, FREEWAY, 2600, freeway_climber, seed=21, rng=np.random.RandomState(4))
     assert res.lengths[:40] == [2501] * 40  # every episode ends at the time limit
     assert min(res.returns) >= 5  # crossings (and new car speeds) in every episode
 
 
-def test_freeway_minimal_action_set():
-    env = BatchFreeway(32, minimal_action_set=True, sticky_action_prob=0.3)
+def test_freeway_minimal_action_set(kernels):
+    env = BatchFreeway(32, minimal_action_set=True, sticky_action_prob=0.3,
+                       kernels=kernels)
     run(env, FREEWAY, 300, random_policy(3), seed=8, rng=np.random.RandomState(5))
 
 

@@ -125,6 +125,7 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
     event_words = "and 16 on a crossing"
     ansi_chars = "C#12345"
     state_type = FreewayState
+    numba_module = "batchenv.envs.minatar._numba.freeway"
 
     def reset_envs(self, s: FreewayState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
