@@ -3,8 +3,12 @@
 kernels decision for decision: ``resolve_action``, ``advance_bullets``, ``cannon_hit``,
 ``march_aliens``, ``aliens_shoot``, ``shoot_aliens``, ``count_down_timers`` and
 ``send_new_wave``, on the same row masks (bit x of board row y is cell (y, x)). The game
-draws only the sticky word; resets draw nothing. The observation follows ``observe``
-(``_alien_rows``' channels for the aliens, then the cannon and the bullets)."""
+draws only the sticky word; resets (``reset_envs``) draw nothing.
+
+The observation follows ``observe``: each board row is written whole from
+``_alien_rows``' image of its aliens and the block's heading (as the numpy path's
+``RowCanvas``, but every row every time: no canvas to keep), then the bullets and the
+cannon are set."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from batchenv.envs.minatar._numba import (
     jit,
     sticky_limit,
 )
-from batchenv.envs.minatar._rows import POPCOUNT
+from batchenv.envs.minatar._rows import POPCOUNT, ROW_BITS
 from batchenv.envs.minatar.space_invaders import (
     _BOTTOM,
     _CANNON_DX,
@@ -30,22 +34,30 @@ from batchenv.envs.minatar.space_invaders import (
     _LEFT_EDGE,
     _RIGHT_EDGE,
     _WAVE_ROW,
+    _WAVE_ROWS,
     CANNON_START,
     ENEMY_MOVE_INTERVAL,
     ENEMY_SHOT_INTERVAL,
     FASTEST_MOVE_INTERVAL,
     SHOT_COOL_DOWN,
     WAVE_SIZE,
+    _alien_rows,
 )
 from batchenv.random import BatchRandom
 
 __all__ = ["step_envs", "observe", "reset_rows"]
 
 _LAST = GRID - 1  # the last row and column of the board
-_WAVE_HEIGHT = 4  # the new wave's rows 0-3 (space_invaders._WAVE_ROWS)
+_WAVE_HEIGHT = _WAVE_ROWS.stop  # a new wave fills rows 0-3
 _CANNON, _ALIEN, _ALIEN_LEFT, _ALIEN_RIGHT, _F_BULLET, _E_BULLET = range(_CHANNELS)
-_ONE16 = np.uint16(1)
 _NONE16 = np.uint16(0)
+_RIGHT_CODE = 1 << ROW_BITS  # _alien_rows' code of a row: its mask, + 1024 marching right
+#: _alien_rows' images (every channel of a board row's 10 cells, 60 bytes) as 15 words
+#: each. A global, so numba compiles it in as a constant: the compiler then knows the
+#: observation cannot overlap it and copies a row in a few vector moves.
+_ALIEN_ROW_WORDS = np.ascontiguousarray(
+    _alien_rows().reshape(2 << ROW_BITS, GRID * _CHANNELS)).view(np.uint32)
+_ROW_WORDS = _ALIEN_ROW_WORDS.shape[1]
 
 
 def step_envs(env: Any, s: Any, action: np.ndarray, rng: BatchRandom
@@ -71,7 +83,9 @@ def reset_rows(env: Any, s: Any, rows: np.ndarray | slice, rng: BatchRandom) -> 
 
 def observe(env: Any, s: Any, out: np.ndarray) -> None:
     """``BatchSpaceInvaders.observe``, compiled: writes every cell of ``out``."""
-    _observe(s.pos, s.alien_dir, s.aliens, s.f_bullets, s.e_bullets, flat_cells(out))
+    cells = flat_cells(out)
+    _observe(s.pos, s.alien_dir, s.aliens, s.f_bullets, s.e_bullets,
+             cells.view(np.uint32), cells)
 
 
 # ---------------------------------------------------------------- the rules, one env each
@@ -246,18 +260,19 @@ def _reset(rows, pos, alien_dir, move_interval, alien_move_timer, alien_shot_tim
 
 
 @jit
-def _observe(pos, alien_dir, aliens, f_bullets, e_bullets, out):  # pragma: no cover
-    out[:] = False
+def _observe(pos, alien_dir, aliens, f_bullets, e_bullets, words,
+             cells):  # pragma: no cover (compiled)
     for i in range(len(pos)):
-        # every alien in channel 1 and in the channel of the block's heading
-        heading = _ALIEN_RIGHT if alien_dir[i] > 0 else _ALIEN_LEFT
+        heading = _RIGHT_CODE if alien_dir[i] > 0 else 0
         for y in range(GRID):
-            row, f, e = aliens[i, y], f_bullets[i, y], e_bullets[i, y]
-            if row | f | e:  # most rows are empty: skip them whole
+            # the board row's image from the aliens' table: every cell of the row written
+            code = aliens[i, y] | heading
+            start = (i * GRID + y) * _ROW_WORDS
+            for k in range(_ROW_WORDS):
+                words[start + k] = _ALIEN_ROW_WORDS[code, k]
+            f, e = f_bullets[i, y], e_bullets[i, y]
+            if f | e:  # bullets are few: most rows have none
                 for x in range(GRID):
-                    on = (row >> x) & _ONE16
-                    out[cell(i, y, x, _ALIEN, _CHANNELS)] = on
-                    out[cell(i, y, x, heading, _CHANNELS)] = on
-                    out[cell(i, y, x, _F_BULLET, _CHANNELS)] = (f >> x) & _ONE16
-                    out[cell(i, y, x, _E_BULLET, _CHANNELS)] = (e >> x) & _ONE16
-        out[cell(i, _BOTTOM, pos[i], _CANNON, _CHANNELS)] = True
+                    cells[cell(i, y, x, _F_BULLET, _CHANNELS)] = (f >> x) & 1
+                    cells[cell(i, y, x, _E_BULLET, _CHANNELS)] = (e >> x) & 1
+        cells[cell(i, _BOTTOM, pos[i], _CANNON, _CHANNELS)] = True
