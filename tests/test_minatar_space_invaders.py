@@ -83,29 +83,30 @@ def sniper(env: BatchSpaceInvaders, delays: int = 6):
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_random_policy(sticky):
-    env = BatchSpaceInvaders(64, sticky_action_prob=sticky)
+def test_random_policy(sticky, kernels):
+    env = BatchSpaceInvaders(64, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, SPACE_INVADERS, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 64 * 300 and res.episodes > 100 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
 @pytest.mark.parametrize("sticky,steps", [(0.1, 900), (0.0, 700)])
-def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps):
-    env = BatchSpaceInvaders(24, sticky_action_prob=sticky)
+def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps, kernels):
+    env = BatchSpaceInvaders(24, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, SPACE_INVADERS, steps, sniper(env), seed=5, rng=np.random.RandomState(1))
     assert res.extra_max >= 3  # three waves cleared, each marching faster
     assert max(res.returns + [0]) >= 3 * 24 or max(res.lengths + [steps]) >= steps
 
 
-def test_scripted_policy_without_ramping():
-    env = BatchSpaceInvaders(16, difficulty_ramping=False)
+def test_scripted_policy_without_ramping(kernels):
+    env = BatchSpaceInvaders(16, difficulty_ramping=False, kernels=kernels)
     res = run(env, SPACE_INVADERS, 600, sniper(env), seed=7, rng=np.random.RandomState(2))
     assert res.extra_max == 0 and res.reward > 16 * 24  # waves cleared, no ramp
 
 
-def test_minimal_action_set():
-    env = BatchSpaceInvaders(48, minimal_action_set=True, sticky_action_prob=0.3)
+def test_minimal_action_set(kernels):
+    env = BatchSpaceInvaders(48, minimal_action_set=True, sticky_action_prob=0.3,
+                             kernels=kernels)
     run(env, SPACE_INVADERS, 250, random_policy(4), seed=9, rng=np.random.RandomState(3))
 
 
@@ -163,10 +164,11 @@ def random_board(rng: np.random.RandomState) -> dict:
 
 
 @pytest.mark.parametrize("ramping", [True, False])
-def test_random_states_step_like_the_reference(ramping):
+def test_random_states_step_like_the_reference(ramping, kernels):
     rng = np.random.RandomState(11 if ramping else 12)
     n = 300
-    env = BatchSpaceInvaders(n, sticky_action_prob=0.0, difficulty_ramping=ramping)
+    env = BatchSpaceInvaders(n, sticky_action_prob=0.0, difficulty_ramping=ramping,
+                             kernels=kernels)
     env.reset(seed=0)
     refs = [ref_env(**random_board(rng)) for _ in range(n)]
     for ref in refs:
@@ -180,7 +182,7 @@ def test_random_states_step_like_the_reference(ramping):
             if not refs:
                 break
             env = BatchSpaceInvaders(len(refs), sticky_action_prob=0.0,
-                                     difficulty_ramping=ramping)
+                                     difficulty_ramping=ramping, kernels=kernels)
             env.reset(seed=0)
             inject(env, refs)
 
@@ -193,10 +195,11 @@ def board(cells) -> np.ndarray:
     return out
 
 
-def check(actions, **fields):
-    """Step our env and the reference from the same hand-made state; return both envs."""
+def check(kernels, actions, **fields):
+    """Step our env (with the given ``kernels=``) and the reference from the same hand-made
+    state; return both envs."""
     ref = ref_env(**fields)
-    env = BatchSpaceInvaders(1, sticky_action_prob=0.0)
+    env = BatchSpaceInvaders(1, sticky_action_prob=0.0, kernels=kernels)
     env.reset(seed=0)
     inject(env, [ref])
     for a in actions:
@@ -204,40 +207,40 @@ def check(actions, **fields):
     return env, ref
 
 
-def test_bullet_and_alien_swapping_cells_pass_through():
+def test_bullet_and_alien_swapping_cells_pass_through(kernels):
     # the block steps down (alien at the right edge heading right) as the bullet rises
-    env, ref = check([N], alien_map=board([(5, 9)]), f_bullet_map=board([(6, 9)]),
+    env, ref = check(kernels, [N], alien_map=board([(5, 9)]), f_bullet_map=board([(6, 9)]),
                      alien_dir=1, alien_move_timer=0, alien_shot_timer=5)
     assert ref.env.alien_map[6, 9] and ref.env.f_bullet_map[5, 9]  # both still there
     assert env.state.aliens[0, 6] == 1 << 9
 
 
-def test_block_stepping_down_from_the_bottom_row_rolls_it_to_the_top():
-    env, ref = check([N], alien_map=board([(9, 0), (8, 1)]), pos=5, alien_dir=-1,
+def test_block_stepping_down_from_the_bottom_row_rolls_it_to_the_top(kernels):
+    env, ref = check(kernels, [N], alien_map=board([(9, 0), (8, 1)]), pos=5, alien_dir=-1,
                      alien_move_timer=0, alien_shot_timer=5)
     assert ref.env.terminal and ref.env.alien_map[0, 0] and ref.env.alien_map[9, 1]
 
 
-def test_the_nearest_column_shoots_left_one_first():
+def test_the_nearest_column_shoots_left_one_first(kernels):
     # columns 3 and 7 are both two away from the cannon in 5: the left one's lowest fires
-    env, ref = check([N], alien_map=board([(1, 3), (2, 3), (4, 7)]), pos=5,
+    env, ref = check(kernels, [N], alien_map=board([(1, 3), (2, 3), (4, 7)]), pos=5,
                      alien_move_timer=5, alien_shot_timer=0)
     assert ref.env.e_bullet_map[2, 3] and not ref.env.e_bullet_map[4, 7]
 
 
-def test_new_wave_and_ramp():
-    env, ref = check([N], alien_map=board([(3, 4)]), f_bullet_map=board([(4, 4)]),
+def test_new_wave_and_ramp(kernels):
+    env, ref = check(kernels, [N], alien_map=board([(3, 4)]), f_bullet_map=board([(4, 4)]),
                      alien_move_timer=3, alien_shot_timer=5, enemy_move_interval=7)
     assert ref.env.ramp_index == 1 and ref.env.enemy_move_interval == 6
     assert env.state.move_interval[0] == 6 and env.state.aliens[0, :4].tolist() == [252] * 4
-    env, ref = check([N], alien_map=board([(3, 4)]), f_bullet_map=board([(4, 4)]),
+    env, ref = check(kernels, [N], alien_map=board([(3, 4)]), f_bullet_map=board([(4, 4)]),
                      alien_move_timer=3, alien_shot_timer=5, enemy_move_interval=6)
     assert ref.env.ramp_index == 0 and env.state.move_interval[0] == 6  # the ramp's end
 
 
-def test_fire_cool_down_and_moves():
+def test_fire_cool_down_and_moves(kernels):
     # fire, then four steps of cool-down where f does nothing, then fire again
-    env, ref = check([F, F, F, F, F, F, L, R, R], alien_map=board([(0, 0)]),
+    env, ref = check(kernels, [F, F, F, F, F, F, L, R, R], alien_map=board([(0, 0)]),
                      alien_move_timer=9, alien_shot_timer=9)
     assert env.state.shot_timer[0] == ref.env.shot_timer
 

@@ -154,6 +154,7 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     reset_words = 0
     ansi_chars = "^A<>!v"
     state_type = SpaceInvadersState
+    numba_module = "batchenv.envs.minatar._numba.space_invaders"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
