@@ -127,6 +127,40 @@ def test_numba_env_under_debug_checks(cls):
     run_pair(a, b, 200, seed=9)
 
 
+def test_asterix_numba_equals_numpy_in_late_game_states():
+    """Asterix's rules a random policy rarely reaches (every ramp, the fastest speeds, a
+    spawn with every lane taken), from random late-game states given to both layers."""
+    a, b = pair(BatchAsterix, n=256)
+    a.reset(seed=4)
+    b.reset(seed=4)
+    rng = np.random.default_rng(4)
+    s = a.get_state()
+    n, slots = s["alive"].shape
+    s["alive"] = rng.random((n, slots)) < 0.85
+    s["ent_x"] = rng.integers(0, 10, (n, slots))
+    s["ent_right"] = rng.random((n, slots)) < 0.5
+    s["ent_gold"] = rng.random((n, slots)) < 0.3
+    s["spawn_speed"] = rng.integers(1, 11, n)
+    s["spawn_timer"] = rng.integers(0, s["spawn_speed"])
+    s["move_speed"] = rng.integers(1, 6, n)
+    s["move_timer"] = rng.integers(0, s["move_speed"])
+    s["ramp_timer"] = rng.integers(-1, 101, n)
+    s["ramp_index"] = rng.integers(0, 10, n)
+    a.set_state(s)
+    b.set_state(s)
+    full_lane_spawns = ramps = 0
+    for t in range(60):
+        before = a.state
+        full_lane_spawns += np.count_nonzero((before.spawn_timer == 0)
+                                             & before.alive.all(axis=1)
+                                             & ~before.awaiting_reset)
+        ramps += np.count_nonzero((before.ramp_timer < 0) & ~before.awaiting_reset)
+        act = rng.integers(0, a.single_action_space.n, n)
+        assert_same_step(a.step(act), b.step(act), f"step {t}")
+        assert_same_state(a, b, f"step {t}")
+    assert full_lane_spawns > 10 and ramps > 10  # the rare rules did run
+
+
 def test_kernels_argument():
     assert BatchBreakout(4).kernels == "numba"  # "auto", numba installed
     assert BatchBreakout(4, kernels="numpy").kernels == "numpy"

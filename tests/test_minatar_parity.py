@@ -123,21 +123,21 @@ def asterix_dodger(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_asterix_random_policy(sticky):
-    env = BatchAsterix(128, sticky_action_prob=sticky)
+def test_asterix_random_policy(sticky, kernels):
+    env = BatchAsterix(128, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, ASTERIX, 300, random_policy(6), seed=12, rng=np.random.RandomState(6))
     assert res.episodes > 100 and res.reward > 0
 
 
 @pytest.mark.parametrize("ramping", [True, False])
-def test_asterix_scripted_policy_reaches_ramped_levels(ramping):
-    env = BatchAsterix(64, difficulty_ramping=ramping)
+def test_asterix_scripted_policy_reaches_ramped_levels(ramping, kernels):
+    env = BatchAsterix(64, difficulty_ramping=ramping, kernels=kernels)
     res = run(env, ASTERIX, 800, asterix_dodger, seed=31, rng=np.random.RandomState(7))
     assert res.extra_max >= (4 if ramping else 0) and max(res.lengths) > 400
     if not ramping:
         assert res.extra_max == 0
 
 
-def test_asterix_minimal_action_set():
-    env = BatchAsterix(64, minimal_action_set=True, sticky_action_prob=0.3)
+def test_asterix_minimal_action_set(kernels):
+    env = BatchAsterix(64, minimal_action_set=True, sticky_action_prob=0.3, kernels=kernels)
     run(env, ASTERIX, 200, random_policy(5), seed=9, rng=np.random.RandomState(8))

@@ -32,6 +32,8 @@ SLOTS = 8  # one entity slot per lane; slot i is row i+1
 LANES = tuple(range(1, SLOTS + 1))
 _CHANNELS = 4
 _START = 5  # the player's start cell (5, 5)
+RIGHT_PROB = 0.5  # a spawn enters on the left edge moving right if rand() < 1/2
+GOLD_PROB = 1 / 3  # and is gold if rand() < 1/3 (else an enemy)
 _EDGE_X = np.array([GRID - 1, 0], dtype=np.int8)  # spawn column: right edge, or left if lr
 _ZERO, _ONE, _NINE = (np.array(v, dtype=np.int8) for v in (0, 1, GRID - 1))
 _TOP, _BOTTOM = np.array(1, dtype=np.int8), np.array(SLOTS, dtype=np.int8)  # player rows
@@ -154,6 +156,7 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     event_words = "and 2 on a spawn step, 1 more if a lane is free"
     ansi_chars = "@X-$"
     state_type = AsterixState
+    numba_module = "batchenv.envs.minatar._numba.asterix"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
@@ -172,7 +175,13 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
                    ) -> None:
         s.player_x[rows] = _START
         s.player_y[rows] = _START
-        s.alive[rows] = False  # the other slot fields of a dead slot are never read
+        s.alive[rows] = False
+        # (the rules never read a dead slot's other fields, but a reset clears them: a
+        # NEXT_STEP reset follows a discarded step, which moved the entities here and not
+        # in the numba layer, and the state after a reset must not depend on that)
+        s.ent_x[rows] = 0
+        s.ent_right[rows] = False
+        s.ent_gold[rows] = False
         s.spawn_speed[rows] = INIT_SPAWN_SPEED
         s.spawn_timer[rows] = INIT_SPAWN_SPEED
         s.move_speed[rows] = INIT_MOVE_INTERVAL
@@ -235,8 +244,8 @@ def spawn_entity(s: AsterixState, rows: np.ndarray, side: np.ndarray, kind: np.n
     gold if ``rand() < 1/3`` (``kind``), in the ``randint(free lanes)``-th free lane
     (``choice``). (MinAtar draws side and kind even when every lane is taken, and then
     spawns nothing.)"""
-    right = rand_below(side, 0.5)
-    gold = rand_below(kind, 1 / 3)
+    right = rand_below(side, RIGHT_PROB)
+    gold = rand_below(kind, GOLD_PROB)
     alive = s.alive[rows]
     slot = nth_free(alive, randint(choice, 0, free_count(alive)))
     spawn(s.alive, rows, slot, {
