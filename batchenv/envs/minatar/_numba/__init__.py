@@ -18,6 +18,17 @@ words: a row draws its step words and event words from its own stream in the sam
 (:func:`next_word`), so the counters end where the numpy kernels leave them; a row awaiting
 a reset (its step is discarded: ``MinAtarEnv.discarded_rows``) draws nothing and changes
 nothing (:func:`game_action` tells).
+
+What the games' loops taught (each a measured difference):
+
+* An inlined helper that takes the state's arrays and writes them inside a branch (``if``,
+  ``and``/``or``, a conditional expression) makes numba keep reference counting of those
+  arrays in the loop (SpaceInvaders' step: 77 ns per env against 22 without). Helpers
+  that take arrays write them unconditionally (a chosen value); helpers with branches
+  take and return scalars.
+* Write each env's observation in one pass, clearing and drawing its cells while they are
+  in cache, and copy rows that change rarely (bricks, the aliens' rows) from a table of
+  row images rather than setting cell by cell.
 """
 
 from __future__ import annotations
