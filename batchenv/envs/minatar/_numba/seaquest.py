@@ -78,27 +78,22 @@ _OXYGEN_PER_CELL = MAX_OXYGEN // GRID
 _SPAWN_WORDS = np.uint64(BatchSeaquest.step_words - 1)  # step words 1-5: the spawns'
 
 #: The decorator of this module's loops: ``_numba.jit`` without numba's reference counting
-#: (``_nrt=False``, a private option of numba's, untyped in its stubs). The rule helpers below take the state's arrays as arguments; inlined
-#: into a loop, each call with branches would otherwise count references to every array
-#: it takes (an atomic increment and decrement per array, per env), which numba's pruning
-#: pass leaves in place. The loops allocate nothing and only borrow their caller's arrays,
-#: so they need no counting.
+#: (``_nrt=False``, a private option of numba's, untyped in its stubs). The rule helpers
+#: below take the state's arrays as arguments; inlined into a loop, each call with branches
+#: would otherwise count references to every array it takes (an atomic increment and
+#: decrement per array, per env), which numba's pruning pass leaves in place. The loops
+#: allocate nothing and only borrow their caller's arrays, so they need no counting.
 jit = njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]
 
 
 def step_envs(env: Any, s: Any, action: np.ndarray, rng: BatchRandom
               ) -> tuple[np.ndarray, np.ndarray]:
     """``BatchSeaquest.step_envs``, compiled."""
-    limit, always = sticky_limit(env.sticky_action_prob)
-    e = BatchSeaquest.slots(s)
+    limit, always = _sticky(env.sticky_action_prob)
     reward, terminated = env.reward_buffer, env.terminated_buffer
     crowded = _step(action, env.action_set, limit, always, env.difficulty_ramping,
-                    s.last_action, s.rng_key, s.rng_counter, s.awaiting_reset,
-                    s.sub_x, s.sub_y, s.sub_dx, s.shot_timer, s.e_spawn_timer,
-                    s.d_spawn_timer, s.e_spawn_speed, s.move_speed, s.ramp_index, s.en_slots,
-                    s.surface, s.oxygen, s.diver_count, s.spawn_count,
-                    e.fb, e.dv, e.fb_alive, e.dv_alive, e.en, e.en_sub, e.en_alive,
-                    e.en_stamp, e.eb_left, e.eb_right, reward, terminated)
+                    s.last_action, s.rng_key, s.rng_counter, s.awaiting_reset, *_game(s),
+                    reward, terminated)
     if crowded >= 0:
         raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
                            f"{[int(crowded)]} (ENEMY_SLOTS is too small)")
@@ -109,19 +104,38 @@ def reset_rows(env: Any, s: Any, rows: np.ndarray | slice, rng: BatchRandom) -> 
     """``BatchSeaquest.reset_rows`` (``start_games``), compiled; draws nothing."""
     if isinstance(rows, slice):
         rows = np.arange(len(s))[rows]
-    e = BatchSeaquest.slots(s)
-    _reset(rows, s.sub_x, s.sub_y, s.sub_dx, s.shot_timer, s.e_spawn_timer, s.d_spawn_timer,
-           s.e_spawn_speed, s.move_speed, s.ramp_index, s.en_slots, s.surface, s.oxygen,
-           s.diver_count, s.spawn_count, e.fb, e.dv, e.fb_alive, e.dv_alive, e.en, e.en_sub,
-           e.en_alive, e.en_stamp, e.eb_left, e.eb_right)
+    _reset(rows, *_game(s))
 
 
 def observe(env: Any, s: Any, out: np.ndarray) -> None:
     """``BatchSeaquest.observe``, compiled: writes every cell of ``out``."""
-    e = BatchSeaquest.slots(s)
-    _observe(s.sub_x, s.sub_y, s.sub_dx, s.oxygen, s.diver_count, s.en_slots, e.fb,
-             e.fb_alive, e.dv, e.dv_alive, e.en, e.en_sub, e.en_alive, e.eb_left,
-             e.eb_right, flat_cells(out))
+    _observe(*_game(s), flat_cells(out))
+
+
+def _game(s: Any) -> tuple[np.ndarray, ...]:
+    """The game's arrays of state ``s`` as the loops take them (fields, then the slot
+    blocks of ``BatchSeaquest.slots``): made once per state object and kept on it, as
+    the slots are (a copy or an unpickled state makes its own)."""
+    arrays = s.__dict__.get("_seaquest_numba")
+    if arrays is None:
+        e = BatchSeaquest.slots(s)
+        arrays = (s.sub_x, s.sub_y, s.sub_dx, s.shot_timer, s.e_spawn_timer, s.d_spawn_timer,
+                  s.e_spawn_speed, s.move_speed, s.ramp_index, s.en_slots, s.surface,
+                  s.oxygen, s.diver_count, s.spawn_count, e.fb, e.dv, e.fb_alive,
+                  e.dv_alive, e.en, e.en_sub, e.en_alive, e.en_stamp, e.eb_left, e.eb_right)
+        s._seaquest_numba = arrays
+    return arrays
+
+
+_STICKY: dict[float, tuple[np.uint64, bool]] = {}
+
+
+def _sticky(p: float) -> tuple[np.uint64, bool]:
+    """:func:`sticky_limit` of ``p``, computed once per probability."""
+    limit = _STICKY.get(p)
+    if limit is None:
+        limit = _STICKY[p] = sticky_limit(p)
+    return limit
 
 
 # ---------------------------------------------------------------- the step
@@ -273,8 +287,7 @@ def _resolve_action(i, a, sub_x, sub_y, sub_dx, shot_timer, fb, fb_alive
     sub_x[i] = min(max(sub_x[i] + _MOVE[0, a], 0), _LAST)
     sub_y[i] = min(max(sub_y[i] + _MOVE[1, a], 0), DEEPEST)
     turn = _TURN[a]
-    if turn != 0:
-        sub_dx[i] = turn
+    sub_dx[i] = turn if turn != 0 else sub_dx[i]
 
 
 @njit(inline="always")
@@ -292,8 +305,7 @@ def _move_friendly_bullets(i, used, fb, fb_alive, en_x, en_y, en_sub, en_alive, 
     for b in range(2):
         fb[0, b, i] += fb[2, b, i]
         x = fb[0, b, i]
-        if x < 0 or x > _LAST:
-            fb_alive[b, i] = False
+        fb_alive[b, i] &= (x >= 0) & (x <= _LAST)
     points = 0
     for b in (1, 0):
         if not fb_alive[b, i]:
@@ -301,7 +313,7 @@ def _move_friendly_bullets(i, used, fb, fb_alive, en_x, en_y, en_sub, en_alive, 
         x, y = fb[0, b, i], fb[1, b, i]
         victim, best = -1, np.int64(0)
         for j in range(used):
-            if en_alive[j, i] and en_x[j, i] == x and en_y[j, i] == y:
+            if en_alive[j, i] & (en_x[j, i] == x) & (en_y[j, i] == y):
                 k = _enemy_key(i, j, en_sub, en_stamp)
                 if victim < 0 or k < best:
                     victim, best = j, k
@@ -321,9 +333,9 @@ def _move_divers(i, sub_x, sub_y, diver_count, dv, dv_alive):  # pragma: no cove
         alive = dv_alive[slot, i]
         x = dv[0, slot, i]
         timer = dv[3, slot, i]
-        on_sub = dv[1, slot, i] == sub_y[i] and diver_count[i] < MAX_DIVERS
-        picked = alive and on_sub and x == sub_x[i]
-        moving = alive and not picked and timer == 0
+        on_sub = (dv[1, slot, i] == sub_y[i]) & (diver_count[i] < MAX_DIVERS)
+        picked = alive & on_sub & (x == sub_x[i])
+        moving = alive & (not picked) & (timer == 0)
         dv[3, slot, i] = timer - 1  # (dead divers' timers drift, as in the numpy kernel)
         gone = False
         if moving:
@@ -349,27 +361,21 @@ def _move_enemies(i, used, sub_x, sub_y, move_speed, en_x, en_y, en_dx, en_timer
     before = np.int64(0)
     moved = np.int64(0)
     caught = False
-    x0, y0 = sub_x[i], sub_y[i]
-    for j in range(used):
-        if not en_alive[j, i]:
-            continue
-        bit = np.int64(1) << j
-        before |= bit
+    x0, y0, speed = sub_x[i], sub_y[i], move_speed[i]
+    for j in range(used):  # (no branch: who is alive and due is as good as random)
+        alive = en_alive[j, i]
+        due = alive & (en_timer[j, i] == 0)
         on_row = en_y[j, i] == y0
-        if on_row and en_x[j, i] == x0:
-            caught = True
-        if en_timer[j, i] == 0:
-            en_timer[j, i] = move_speed[i]
-            en_x[j, i] += en_dx[j, i]
-            x = en_x[j, i]
-            if x < 0 or x > _LAST:
-                en_alive[j, i] = False  # gone
-            elif on_row and x == x0:
-                caught = True  # landed on the submarine
-            else:
-                moved |= bit
-        else:
-            en_timer[j, i] -= 1
+        caught |= alive & on_row & (en_x[j, i] == x0)
+        en_timer[j, i] = speed if due else en_timer[j, i] - alive
+        en_x[j, i] += en_dx[j, i] * due
+        x = en_x[j, i]
+        gone = due & ((x < 0) | (x > _LAST))
+        landed = due & on_row & (x == x0)  # (off the board: never the submarine's cell)
+        caught |= landed
+        en_alive[j, i] = alive & (not gone)
+        before |= np.int64(alive) << j
+        moved |= np.int64(due & (not gone) & (not landed)) << j
     return before, moved, caught
 
 
@@ -386,7 +392,8 @@ def _capture_bullets(i, used, moved, fb, fb_alive, en_x, en_y, en_sub, en_alive,
         x, y = fb[0, b, i], fb[1, b, i]
         taker, best = -1, np.int64(0)
         for j in range(used):
-            if (moved >> j) & 1 and en_alive[j, i] and en_x[j, i] == x and en_y[j, i] == y:
+            if ((moved >> j) & 1 != 0) & en_alive[j, i] & (en_x[j, i] == x) \
+                    & (en_y[j, i] == y):
                 k = _enemy_key(i, j, en_sub, en_stamp)
                 if taker < 0 or k > best:
                     taker, best = j, k
@@ -404,10 +411,9 @@ def _enemy_subs_fire(i, used, before, en_x, en_y, en_dx, en_shot, en_sub, eb_lef
     ran out fires from its cell, its way (off the board: the bullet is gone at once), and
     its timer restarts; the others count down."""
     for j in range(used):
-        if not ((before >> j) & 1 and en_sub[j, i]):
-            continue
-        if en_shot[j, i] != 0:
-            en_shot[j, i] -= 1
+        armed = ((before >> j) & 1 != 0) & en_sub[j, i]  # a sub alive before the move
+        if not (armed & (en_shot[j, i] == 0)):
+            en_shot[j, i] -= armed
             continue
         en_shot[j, i] = ENEMY_SHOT_INTERVAL
         x = en_x[j, i]
@@ -441,8 +447,7 @@ def _move_enemy_bullets(awaiting, sub_x, sub_y, eb_left, eb_right, terminated
 @njit(inline="always")
 def _count_down(i, timer):  # pragma: no cover (compiled)
     """``count_down_timers``: a timer counts down to 0."""
-    if timer[i] > 0:
-        timer[i] -= 1
+    timer[i] -= timer[i] > 0  # (no branch: the timers run out at random steps)
 
 
 @njit(inline="always")
@@ -452,10 +457,9 @@ def _breathe(i, ramping, sub_y, surface, oxygen, diver_count, move_speed, e_spaw
     ends (no oxygen left, or surfacing with no diver)."""
     drowned = oxygen[i] <= 0
     under = sub_y[i] > 0
-    if under:
-        oxygen[i] -= 1
-    arriving = not (under or surface[i])
-    surface[i] = surface[i] and not under
+    oxygen[i] -= under
+    arriving = not (under | surface[i])
+    surface[i] = surface[i] & (not under)
     bonus = 0
     if not arriving:
         return bonus, drowned
@@ -515,8 +519,10 @@ def _reset(rows, sub_x, sub_y, sub_dx, shot_timer, e_spawn_timer, d_spawn_timer,
 
 # ---------------------------------------------------------------- the observation
 @jit
-def _observe(sub_x, sub_y, sub_dx, oxygen, diver_count, en_slots, fb, fb_alive, dv, dv_alive,
-             en, en_sub, en_alive, eb_left, eb_right, out):  # pragma: no cover (compiled)
+def _observe(sub_x, sub_y, sub_dx, shot_timer, e_spawn_timer, d_spawn_timer, e_spawn_speed,
+             move_speed, ramp_index, en_slots, surface, oxygen, diver_count, spawn_count,
+             fb, dv, fb_alive, dv_alive, en, en_sub, en_alive, en_stamp, eb_left, eb_right,
+             out):  # pragma: no cover (compiled)
     n = len(sub_x)
     size = GRID * GRID * _CHANNELS
     for i in range(n):
