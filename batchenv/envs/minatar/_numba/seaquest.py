@@ -1,9 +1,10 @@
-"""BatchSeaquest's rules as one compiled loop over the envs (the numba layer: see
+"""BatchSeaquest's rules as compiled loops over the envs (the numba layer: see
 :mod:`batchenv.envs.minatar._numba`). Each step follows ``seaquest.py``'s numpy kernels
 decision for decision, per env, in their order: ``spawn_enemies`` (:func:`_spawn_enemy`),
 ``spawn_divers`` (:func:`_spawn_diver`), ``resolve_action``, ``move_friendly_bullets``,
 ``move_divers``, ``move_enemies``, ``capture_bullets``, ``enemy_subs_fire``,
-``move_enemy_bullets``, ``count_down_timers``, ``breathe``; :func:`_reset` is
+``move_enemy_bullets``, ``count_down_timers`` (:func:`_count_down`) and ``breathe``, each
+helper named as its kernel with a leading underscore unless named here; :func:`_reset` is
 ``start_games``, :func:`_observe` is ``BatchSeaquest.observe``.
 
 The loops read and write the state's slot-major blocks (``seaquest.Slots``: ``fb``
@@ -13,6 +14,14 @@ visits only its own ``en_slots`` slots. Within a step, the enemies alive before 
 and those that moved are bit masks over the slots (``ENEMY_SLOTS`` <= 63). Values that
 the numpy kernels let drift in dead slots (a dead bullet's column, a dead diver's timer,
 int8 arithmetic wrapping) drift here the same way: the state is compared whole.
+
+How the loops are made fast: a step is a few
+passes over the envs, each a group of rules, rather than one (one env's slot-major rows
+are ``n`` bytes apart: at 4096 envs they all fall in one set of the L1 cache, and a pass
+touches few of them); decisions whose outcome is as good as random (timers running out,
+the heading, an enemy's move) are written without branches; the spawns' step words are
+counted at once and computed only when a spawn uses them; and the loops are compiled
+without reference counting (:data:`jit`).
 """
 
 from __future__ import annotations
@@ -148,8 +157,7 @@ def _step(action, action_set, limit, always, ramping, last_action, key, counter,
     """Steps every env not awaiting a reset (a discarded step: no draw, no change, as
     ``MinAtarEnv.discarded_rows``); returns -1, or the first env that had no free enemy
     slot for a spawn (then stops). One pass over the envs per group of rules, in the
-    numpy kernels' order: each pass touches a few of the state's slot-major rows (at
-    4096 envs an env's rows are 4 KB apart, all in one set of the L1 cache)."""
+    numpy kernels' order (see the module's docstring)."""
     n = len(action)
     en_x, en_y, en_dx, en_timer, en_shot = en[0], en[1], en[2], en[3], en[4]
     for i in range(n):
