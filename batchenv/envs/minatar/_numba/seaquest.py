@@ -102,7 +102,7 @@ def step_envs(env: Any, s: Any, action: np.ndarray, rng: BatchRandom
     reward, terminated = env.reward_buffer, env.terminated_buffer
     crowded = _step(action, env.action_set, limit, always, env.difficulty_ramping,
                     s.last_action, s.rng_key, s.rng_counter, s.awaiting_reset, *_game(s),
-                    reward, terminated)
+                    *_masks(s), reward, terminated)
     if crowded >= 0:
         raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
                            f"{[int(crowded)]} (ENEMY_SLOTS is too small)")
@@ -136,6 +136,16 @@ def _game(s: Any) -> tuple[np.ndarray, ...]:
     return arrays
 
 
+def _masks(s: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch for a step of ``s``'s envs: two int64 masks over the enemy slots per env
+    (``_move_enemies``' ``before`` and ``moved``), kept on ``s`` as :func:`_game`."""
+    masks = s.__dict__.get("_seaquest_masks")
+    if masks is None:
+        masks = s._seaquest_masks = (np.zeros(len(s), dtype=np.int64),
+                                     np.zeros(len(s), dtype=np.int64))
+    return masks
+
+
 _STICKY: dict[float, tuple[np.uint64, bool]] = {}
 
 
@@ -153,7 +163,7 @@ def _step(action, action_set, limit, always, ramping, last_action, key, counter,
           sub_x, sub_y, sub_dx, shot_timer, e_spawn_timer, d_spawn_timer, e_spawn_speed,
           move_speed, ramp_index, en_slots, surface, oxygen, diver_count, spawn_count,
           fb, dv, fb_alive, dv_alive, en, en_sub, en_alive, en_stamp, eb_left, eb_right,
-          reward, terminated):  # pragma: no cover (compiled)
+          before, moved, reward, terminated):  # pragma: no cover (compiled)
     """Steps every env not awaiting a reset (a discarded step: no draw, no change, as
     ``MinAtarEnv.discarded_rows``); returns -1, or the first env that had no free enemy
     slot for a spawn (then stops). One pass over the envs per group of rules, in the
@@ -189,19 +199,16 @@ def _step(action, action_set, limit, always, ramping, last_action, key, counter,
     for i in range(n):
         if not awaiting[i]:
             _move_divers(i, sub_x, sub_y, diver_count, dv, dv_alive)
+    used = 0  # the enemy slots any env uses (the slots beyond are clear everywhere)
     for i in range(n):
-        if awaiting[i]:
-            continue
-        used = en_slots[i]
-        before, moved, caught = _move_enemies(i, used, sub_x, sub_y, move_speed, en_x, en_y,
-                                              en_dx, en_timer, en_alive)
-        if moved:
-            reward[i] += _capture_bullets(i, used, moved, fb, fb_alive, en_x, en_y, en_sub,
-                                          en_alive, en_stamp)
-        if before:
-            _enemy_subs_fire(i, used, before, en_x, en_y, en_dx, en_shot, en_sub, eb_left,
-                             eb_right)
-        terminated[i] = caught
+        used = max(used, en_slots[i])
+    _move_enemies(used, awaiting, sub_x, sub_y, move_speed, en_x, en_y, en_dx, en_timer,
+                  en_alive, before, moved, terminated)
+    for i in range(n):
+        if moved[i]:
+            reward[i] += _capture_bullets(i, en_slots[i], moved[i], fb, fb_alive, en_x, en_y,
+                                          en_sub, en_alive, en_stamp)
+    _enemy_subs_fire(used, before, en_x, en_y, en_dx, en_shot, en_sub, eb_left, eb_right)
     _move_enemy_bullets(awaiting, sub_x, sub_y, eb_left, eb_right, terminated)
     for i in range(n):
         if awaiting[i]:
@@ -359,32 +366,34 @@ def _move_divers(i, sub_x, sub_y, diver_count, dv, dv_alive):  # pragma: no cove
 
 
 @njit(inline="always")
-def _move_enemies(i, used, sub_x, sub_y, move_speed, en_x, en_y, en_dx, en_timer, en_alive
-                  ):  # pragma: no cover (compiled)
-    """``move_enemies`` for env ``i``: an enemy in the submarine's cell, or moving onto
-    it, ends the episode; a due enemy moves (its timer restarts; off the board it is
-    gone), the others count down. Returns the masks of the enemies alive before the move
-    and of those that moved within the board, not onto the submarine, and whether one
-    reached the submarine."""
-    before = np.int64(0)
-    moved = np.int64(0)
-    caught = False
-    x0, y0, speed = sub_x[i], sub_y[i], move_speed[i]
-    for j in range(used):  # (no branch: who is alive and due is as good as random)
-        alive = en_alive[j, i]
-        due = alive & (en_timer[j, i] == 0)
-        on_row = en_y[j, i] == y0
-        caught |= alive & on_row & (en_x[j, i] == x0)
-        en_timer[j, i] = speed if due else en_timer[j, i] - alive
-        en_x[j, i] += en_dx[j, i] * due
-        x = en_x[j, i]
-        gone = due & ((x < 0) | (x > _LAST))
-        landed = due & on_row & (x == x0)  # (off the board: never the submarine's cell)
-        caught |= landed
-        en_alive[j, i] = alive & (not gone)
-        before |= np.int64(alive) << j
-        moved |= np.int64(due & (not gone) & (not landed)) << j
-    return before, moved, caught
+def _move_enemies(used, awaiting, sub_x, sub_y, move_speed, en_x, en_y, en_dx, en_timer,
+                  en_alive, before, moved, terminated):  # pragma: no cover (compiled)
+    """``move_enemies``, slot by slot over every env (a slot's rows are contiguous; a
+    clear slot, or an env awaiting a reset, changes nothing): an enemy in the submarine's
+    cell, or moving onto it, ends the episode; a due enemy moves (its timer restarts; off
+    the board it is gone), the others count down. Writes ``before`` and ``moved``, each
+    env's masks of the enemies alive before the move and of those that moved within the
+    board, not onto the submarine. No branch: who is alive and due is as good as
+    random."""
+    n = len(awaiting)
+    for i in range(n):
+        before[i] = moved[i] = 0
+    for j in range(used):
+        xs, ys, dxs, timers, alives = en_x[j], en_y[j], en_dx[j], en_timer[j], en_alive[j]
+        for i in range(n):
+            alive = alives[i] & (not awaiting[i])
+            due = alive & (timers[i] == 0)
+            on_row = ys[i] == sub_y[i]
+            caught = alive & on_row & (xs[i] == sub_x[i])
+            timers[i] = move_speed[i] if due else timers[i] - alive
+            xs[i] += dxs[i] * due
+            x = xs[i]
+            gone = due & ((x < 0) | (x > _LAST))
+            landed = due & on_row & (x == sub_x[i])  # (off the board: never the sub's cell)
+            terminated[i] |= caught | landed
+            alives[i] &= not gone
+            before[i] |= np.int64(alive) << j
+            moved[i] |= np.int64(due & (not gone) & (not landed)) << j
 
 
 @njit(inline="always")
@@ -413,24 +422,27 @@ def _capture_bullets(i, used, moved, fb, fb_alive, en_x, en_y, en_sub, en_alive,
 
 
 @njit(inline="always")
-def _enemy_subs_fire(i, used, before, en_x, en_y, en_dx, en_shot, en_sub, eb_left, eb_right
+def _enemy_subs_fire(used, before, en_x, en_y, en_dx, en_shot, en_sub, eb_left, eb_right
                      ):  # pragma: no cover (compiled)
-    """``enemy_subs_fire`` for env ``i``: each sub alive before the move whose shot timer
-    ran out fires from its cell, its way (off the board: the bullet is gone at once), and
-    its timer restarts; the others count down."""
+    """``enemy_subs_fire``, slot by slot over every env: each sub alive before the move
+    whose shot timer ran out fires from its cell, its way (off the board: the bullet is
+    gone at once), and its timer restarts; the others count down."""
+    n = len(before)
     for j in range(used):
-        armed = ((before >> j) & 1 != 0) & en_sub[j, i]  # a sub alive before the move
-        if not (armed & (en_shot[j, i] == 0)):
-            en_shot[j, i] -= armed
-            continue
-        en_shot[j, i] = ENEMY_SHOT_INTERVAL
-        x = en_x[j, i]
-        if 0 <= x <= _LAST:
-            bit = np.uint16(1 << x)
-            if en_dx[j, i] > 0:
-                eb_right[en_y[j, i], i] |= bit
-            else:
-                eb_left[en_y[j, i], i] |= bit
+        xs, ys, dxs, shots, subs = en_x[j], en_y[j], en_dx[j], en_shot[j], en_sub[j]
+        for i in range(n):
+            armed = ((before[i] >> j) & 1 != 0) & subs[i]  # a sub alive before the move
+            if not (armed & (shots[i] == 0)):
+                shots[i] -= armed
+                continue
+            shots[i] = ENEMY_SHOT_INTERVAL
+            x = xs[i]
+            if 0 <= x <= _LAST:
+                bit = np.uint16(1 << x)
+                if dxs[i] > 0:
+                    eb_right[ys[i], i] |= bit
+                else:
+                    eb_left[ys[i], i] |= bit
 
 
 @njit(inline="always")
