@@ -9,19 +9,22 @@ helper named as its kernel with a leading underscore unless named here; :func:`_
 
 The loops read and write the state's slot-major blocks (``seaquest.Slots``: ``fb``
 ``(3, 2, n)``, ``dv`` ``(4, 2, n)``, ``en`` ``(5, ENEMY_SLOTS, n)``, ...) in place. An
-env's enemy slots from ``en_slots`` on are clear (the state's invariant), so each env
-visits only its own ``en_slots`` slots. Within a step, the enemies alive before the move
-and those that moved are bit masks over the slots (``ENEMY_SLOTS`` <= 63). Values that
-the numpy kernels let drift in dead slots (a dead bullet's column, a dead diver's timer,
-int8 arithmetic wrapping) drift here the same way: the state is compared whole.
+env's enemy slots from ``en_slots`` on are clear (the state's invariant) and a clear slot
+changes nothing, so a loop visits an env's ``en_slots`` slots, or the slots any env uses.
+Within a step, the enemies alive before the move and those that moved are bit masks over
+the slots (``ENEMY_SLOTS`` <= 63; an int64 per env, scratch kept with the state:
+:func:`_masks`). Values that the numpy kernels let drift in dead slots (a dead bullet's
+column, a dead diver's timer, int8 arithmetic wrapping) drift here the same way: the state
+is compared whole.
 
-How the loops are made fast: a step is a few
-passes over the envs, each a group of rules, rather than one (one env's slot-major rows
-are ``n`` bytes apart: at 4096 envs they all fall in one set of the L1 cache, and a pass
-touches few of them); decisions whose outcome is as good as random (timers running out,
-the heading, an enemy's move) are written without branches; the spawns' step words are
-counted at once and computed only when a spawn uses them; and the loops are compiled
-without reference counting (:data:`jit`).
+How the loops are made fast: a step is a few passes over the envs, each a group of rules,
+rather than one (one env's slot-major rows are ``n`` bytes apart: at 4096 envs they all
+fall in one set of the L1 cache, and a pass touches few of them); the enemies move and
+fire slot by slot over every env (a slot's row is contiguous: crowded games stay fast);
+decisions whose outcome is as good as random (timers running out, the heading, an enemy's
+move) are written without branches; the spawns' step words are counted at once and
+computed only when a spawn uses them; and the loops are compiled without reference
+counting (:data:`jit`).
 """
 
 from __future__ import annotations
