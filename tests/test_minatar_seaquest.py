@@ -40,7 +40,7 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
     collects the largest number of live enemies seen in an env."""
     n = env.num_envs
     scratch = BatchSeaquest(6 * n, sticky_action_prob=0.0, validate=False,
-                            difficulty_ramping=env.difficulty_ramping)
+                            difficulty_ramping=env.difficulty_ramping, kernels=env.kernels)
     scratch.reset(seed=0)
     first = np.tile(np.arange(6), n)
     idle = np.zeros(6 * n, dtype=np.int64)
@@ -80,39 +80,41 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_random_policy(sticky):
-    env = BatchSeaquest(64, sticky_action_prob=sticky)
+def test_random_policy(sticky, kernels):
+    env = BatchSeaquest(64, sticky_action_prob=sticky, kernels=kernels)
     res = run(env, SEAQUEST, 400, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 64 * 400 and res.episodes > 500 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
-def test_scripted_policy_reaches_the_top_of_the_ramp():
+def test_scripted_policy_reaches_the_top_of_the_ramp(kernels):
     # without sticky actions the look-ahead keeps the submarine alive: 6 divers, a full
     # surfacing, then -1 divers and bobbing to the fastest spawn rate; up to 30 enemies
     occupancy: list[int] = []
-    env = BatchSeaquest(32, sticky_action_prob=0.0)
+    env = BatchSeaquest(32, sticky_action_prob=0.0, kernels=kernels)
     res = run(env, SEAQUEST, 1100, diver_hunter(env, track=occupancy), seed=3,
               rng=np.random.RandomState(1))
     assert res.extra_max == 19  # spawn speed 1, move interval 2: the end of the ramp
     assert max(occupancy) >= 20
 
 
-def test_scripted_policy_with_sticky_actions():
-    env = BatchSeaquest(32, sticky_action_prob=0.1)
+def test_scripted_policy_with_sticky_actions(kernels):
+    env = BatchSeaquest(32, sticky_action_prob=0.1, kernels=kernels)
     res = run(env, SEAQUEST, 900, diver_hunter(env), seed=4, rng=np.random.RandomState(2))
     assert res.extra_max >= 5 and res.episodes > 10
     assert max(res.returns) >= 10  # enemies shot and a full surfacing's bonus
 
 
-def test_scripted_policy_without_ramping():
-    env = BatchSeaquest(16, difficulty_ramping=False, sticky_action_prob=0.0)
+def test_scripted_policy_without_ramping(kernels):
+    env = BatchSeaquest(16, difficulty_ramping=False, sticky_action_prob=0.0,
+                        kernels=kernels)
     res = run(env, SEAQUEST, 700, diver_hunter(env), seed=5, rng=np.random.RandomState(3))
     assert res.extra_max == 0 and res.reward > 0
 
 
-def test_minimal_action_set():
-    env = BatchSeaquest(32, minimal_action_set=True, sticky_action_prob=0.3)
+def test_minimal_action_set(kernels):
+    env = BatchSeaquest(32, minimal_action_set=True, sticky_action_prob=0.3,
+                        kernels=kernels)
     assert env.single_action_space.n == 6
     run(env, SEAQUEST, 200, random_policy(6), seed=9, rng=np.random.RandomState(4))
 
@@ -191,10 +193,11 @@ def random_state(rng: np.random.RandomState, horizon: int) -> dict:
 
 
 @pytest.mark.parametrize("ramping", [True, False])
-def test_crowded_random_states_step_like_the_reference(ramping):
+def test_crowded_random_states_step_like_the_reference(ramping, kernels):
     rng = np.random.RandomState(21 if ramping else 22)
     n, horizon = 400, 5
-    env = BatchSeaquest(n, sticky_action_prob=0.0, difficulty_ramping=ramping)
+    env = BatchSeaquest(n, sticky_action_prob=0.0, difficulty_ramping=ramping,
+                        kernels=kernels)
     env.reset(seed=7)
     refs = []
     for _ in range(n):
@@ -225,14 +228,15 @@ def test_crowded_random_states_step_like_the_reference(ramping):
 
 
 # ---------------------------------------------------------------- quirks, hand-made
-def one(**fields):
-    """A reference game and our env (one env, sticky off) in the same hand-made state."""
+def one(kernels, **fields):
+    """A reference game and our env (one env, sticky off, the given ``kernels``) in the
+    same hand-made state."""
     ref = minatar.Environment("seaquest", sticky_action_prob=0.0)
     for name, value in fields.items():
         setattr(ref.env, name, value)
     stand = StandIn()
     ref.random = ref.env.random = stand
-    env = BatchSeaquest(1, sticky_action_prob=0.0)
+    env = BatchSeaquest(1, sticky_action_prob=0.0, kernels=kernels)
     env.reset(seed=0)
     inject(env, [ref])
     return env, ref, stand
@@ -248,8 +252,8 @@ def step_one(env, ref, stand, action):
     return r, done
 
 
-def test_full_surfacing_leaves_minus_one_divers_and_free_surfacings():
-    env, ref, stand = one(sub_x=4, sub_y=1, diver_count=6, oxygen=150, surface=False)
+def test_full_surfacing_leaves_minus_one_divers_and_free_surfacings(kernels):
+    env, ref, stand = one(kernels, sub_x=4, sub_y=1, diver_count=6, oxygen=150, surface=False)
     r, done = step_one(env, ref, stand, U)
     assert r == 150 * 10 // 200 and not done and ref.env.diver_count == -1
     assert env.state.diver_count[0] == -1
@@ -261,20 +265,20 @@ def test_full_surfacing_leaves_minus_one_divers_and_free_surfacings():
     assert env.state.ramp_index[0] == 4
 
 
-def test_sub_shot_as_it_moves_still_fires():
+def test_sub_shot_as_it_moves_still_fires(kernels):
     # the sub moves left into the bullet's cell and dies; its shot timer is due: it fires
-    env, ref, stand = one(sub_x=0, sub_y=7, sub_or=False, f_bullets=[[6, 3, True]],
+    env, ref, stand = one(kernels, sub_x=0, sub_y=7, sub_or=False, f_bullets=[[6, 3, True]],
                           e_subs=[[8, 3, False, 0, 0]], shot_timer=3)
     step_one(env, ref, stand, N)
     assert ref.env.e_subs == [] and ref.env.e_bullets == [[6, 3, False]]
     assert env.state.eb_left_3[0] == 1 << 6
 
 
-def test_two_enemies_into_two_bullets_in_one_cell():
+def test_two_enemies_into_two_bullets_in_one_cell(kernels):
     # two bullets meet in (5, 4) (the older from the left); three enemies move in: the sub
     # (subs go first) takes the older bullet, the newer fish the newer one, and the older
     # fish, finding no bullet left, lives
-    env, ref, stand = one(sub_x=0, sub_y=8, shot_timer=3,
+    env, ref, stand = one(kernels, sub_x=0, sub_y=8, shot_timer=3,
                           f_bullets=[[4, 4, True], [6, 4, False]],
                           e_fish=[[6, 4, False, 0], [4, 4, True, 0]],
                           e_subs=[[6, 4, False, 0, 5]])
@@ -283,8 +287,8 @@ def test_two_enemies_into_two_bullets_in_one_cell():
     assert ref.env.e_subs == []
 
 
-def test_spawn_is_lost_when_the_row_heads_the_other_way():
-    env, ref, stand = one(e_spawn_timer=0)
+def test_spawn_is_lost_when_the_row_heads_the_other_way(kernels):
+    env, ref, stand = one(kernels, e_spawn_timer=0)
     st = env.get_state()
     # the row and heading this step's words give the spawn (a probe game), then a fish in
     # that row heading the other way
@@ -302,16 +306,16 @@ def test_spawn_is_lost_when_the_row_heads_the_other_way():
     assert env.state.e_spawn_timer[0] == 19
 
 
-def test_oxygen_runs_out_a_step_late():
-    env, ref, stand = one(sub_y=3, oxygen=1, surface=False)
+def test_oxygen_runs_out_a_step_late(kernels):
+    env, ref, stand = one(kernels, sub_y=3, oxygen=1, surface=False)
     assert step_one(env, ref, stand, N) == (0, False)  # oxygen 1 -> 0
     assert step_one(env, ref, stand, N) == (0, True)  # no oxygen: the end
 
 
-def test_set_state_rejects_enemies_beyond_en_slots():
+def test_set_state_rejects_enemies_beyond_en_slots(kernels):
     # a reset clears the enemy slots below en_slots only: the slots from there on must be
     # clear, and set_state says so (naming the env) instead of keeping the junk forever
-    env = BatchSeaquest(3, sticky_action_prob=0.0)
+    env = BatchSeaquest(3, sticky_action_prob=0.0, kernels=kernels)
     env.reset(seed=0)
     st = env.get_state()
     st["en_alive_4"][1], st["en_slots"][1] = True, 4
@@ -321,7 +325,7 @@ def test_set_state_rejects_enemies_beyond_en_slots():
     env.set_state(st)
     assert env.state.en_alive_4[1]
     env.reset(options={"reset_mask": np.array([False, True, False])})
-    fresh = BatchSeaquest(1)
+    fresh = BatchSeaquest(1, kernels=kernels)
     fresh.reset(seed=0)
     game = [c for c in st.dtype.names if c not in ("rng_key", "rng_counter", "last_action")]
     assert env.get_state()[game][1] == fresh.get_state()[game][0]  # every slot clear
@@ -330,6 +334,23 @@ def test_set_state_rejects_enemies_beyond_en_slots():
 def test_slot_capacity_bound():
     # the bound in ENEMY_SLOTS' comment: at most 30 enemies (29 alive and one spawning)
     assert ENEMY_SLOTS >= 30
+
+
+def test_a_spawn_with_every_enemy_slot_taken_is_an_error(kernels):
+    # beyond the bound (only a set state gets there): every slot holds a fish in row 1
+    # heading right, which blocks no spawn but one into row 1 heading left; in 16 envs
+    # some spawn is not blocked, and finds no slot
+    env = BatchSeaquest(16, sticky_action_prob=0.0, kernels=kernels)
+    env.reset(seed=0)
+    st = env.get_state()
+    for j in range(ENEMY_SLOTS):
+        for name, value in (("en_x", 3), ("en_y", 1), ("en_dx", 1), ("en_timer", 5),
+                            ("en_alive", True), ("en_stamp", j)):
+            st[f"{name}_{j}"] = value
+    st["en_slots"], st["spawn_count"], st["e_spawn_timer"] = ENEMY_SLOTS, ENEMY_SLOTS, 0
+    env.set_state(st)
+    with pytest.raises(RuntimeError, match=f"more than {ENEMY_SLOTS} enemies in envs"):
+        env.step(np.zeros(16, dtype=np.int64))
 
 
 def test_ids():

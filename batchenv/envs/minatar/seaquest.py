@@ -228,6 +228,7 @@ class BatchSeaquest(MinAtarEnv):
     reset_words = 0
     ansi_chars = "Ss-.*FE=+d"
     state_type = SeaquestState
+    numba_module = "batchenv.envs.minatar._numba.seaquest"
     state_dtype = np.dtype(SeaquestState.schema().descr + ENTITY_COLUMNS)
 
     @staticmethod
