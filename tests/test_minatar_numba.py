@@ -227,3 +227,16 @@ def test_freeway_numba_equals_numpy_from_every_car_configuration():
         act = rng.integers(0, 6, 512)
         assert_same_step(a.step(act), b.step(act), f"step {t}")
         assert_same_state(a, b, f"step {t}")
+
+
+def test_jit_borrowing_falls_back_to_plain_jit_when_numba_refuses_the_option(monkeypatch):
+    import batchenv.envs.minatar._numba as layer
+
+    def refusing_njit(*args, **kwargs):
+        if "_nrt" in kwargs:
+            raise KeyError("_nrt")
+        return layer.njit(*args, **kwargs)
+
+    assert layer._jit_without_refcounts() is not layer.jit  # this numba accepts it
+    monkeypatch.setattr(layer, "njit", refusing_njit)
+    assert layer._jit_without_refcounts() is layer.jit

@@ -34,16 +34,35 @@ What the games' loops taught (each a measured difference):
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-__all__ = ["jit", "cell", "flat_cells", "next_word", "mix", "game_action", "rand_below",
-           "randint", "sticky_limit"]
+__all__ = ["jit", "jit_borrowing", "cell", "flat_cells", "next_word", "mix", "game_action",
+           "rand_below", "randint", "sticky_limit"]
 
 #: The decorator of every loop: compiled on first use and cached on disk (``__pycache__``),
 #: no fastmath (the rules are integer and float arithmetic that must match numpy's exactly).
 jit = njit(cache=True, nogil=True)
+
+
+def _jit_without_refcounts() -> Any:
+    """``jit`` without numba's reference counting (``_nrt=False``, a private option of
+    numba's), for loops that allocate nothing and only borrow their caller's arrays; plain
+    :data:`jit` (the same results, slower) if this numba refuses the option."""
+    try:
+        probe = njit(_nrt=False)(lambda a: a[0])  # type: ignore[call-overload]
+        probe(np.zeros(1))
+    except Exception:  # noqa: BLE001 (any refusal: the option is not public)
+        return jit
+    return njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]
+
+
+#: :data:`jit` without reference counting where numba allows it (Seaquest's loops: their
+#: inlined rule helpers take arrays and branch, and numba then counts references to every
+#: array at every call, an atomic pair per array per env).
+jit_borrowing = _jit_without_refcounts()
 
 _U = np.uint64
 GOLDEN = _U(0x9E3779B97F4A7C15)  # batchenv.random's constants, as uint64 scalars: numba

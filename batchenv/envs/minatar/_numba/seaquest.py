@@ -40,6 +40,7 @@ from batchenv.envs.minatar._numba import (
     cell,
     flat_cells,
     game_action,
+    jit_borrowing,
     mix,
     randint,
     sticky_limit,
@@ -89,13 +90,12 @@ _ROW_MASK = np.uint16(_ROW_BITS)
 _OXYGEN_PER_CELL = MAX_OXYGEN // GRID
 _SPAWN_WORDS = np.uint64(BatchSeaquest.step_words - 1)  # step words 1-5: the spawns'
 
-#: The decorator of this module's loops: ``_numba.jit`` without numba's reference counting
-#: (``_nrt=False``, a private option of numba's, untyped in its stubs). The rule helpers
-#: below take the state's arrays as arguments; inlined into a loop, each call with branches
-#: would otherwise count references to every array it takes (an atomic increment and
-#: decrement per array, per env), which numba's pruning pass leaves in place. The loops
-#: allocate nothing and only borrow their caller's arrays, so they need no counting.
-jit = njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]
+#: The decorator of this module's loops: ``_numba.jit_borrowing``, numba without reference
+#: counting. The rule helpers below take the state's arrays as arguments; inlined into a
+#: loop, each call with branches would otherwise count references to every array it takes
+#: (an atomic increment and decrement per array, per env), which numba's pruning pass
+#: leaves in place. The loops allocate nothing and only borrow their caller's arrays.
+jit = jit_borrowing
 
 
 def step_envs(env: Any, s: Any, action: np.ndarray, rng: BatchRandom
