@@ -137,6 +137,37 @@ def empty_rules_class() -> type:
     return EmptyRules
 
 
+def empty_rules_numba_class() -> type:
+    """The floor with the sticky draw and the observation's clear compiled (the numba
+    layer's helpers): what a game of the numba layer pays before its own rules."""
+    from batchenv.envs.minatar._numba import flat_cells, game_action, jit, sticky_limit
+
+    @jit
+    def step(action, action_set, limit, always, last_action, key, counter, awaiting, reward,
+             terminated):
+        for i in range(len(action)):
+            reward[i] = 0.0
+            terminated[i] = False
+            if not awaiting[i]:
+                game_action(i, action, action_set, last_action, key, counter, limit, always)
+
+    @jit
+    def clear(out):
+        out[:] = False
+
+    class EmptyRulesNumba(empty_rules_class()):
+        def step_envs(self, s, action, rng):
+            limit, always = sticky_limit(self.sticky_action_prob)
+            step(action, self.action_set, limit, always, s.last_action, s.rng_key,
+                 s.rng_counter, s.awaiting_reset, self.reward_buffer, self.terminated_buffer)
+            return self.reward_buffer, self.terminated_buffer
+
+        def observe(self, s, out):
+            clear(flat_cells(out))
+
+    return EmptyRulesNumba
+
+
 def batch_timer(cls: type, n: int, **kwargs):
     env = cls(n, **kwargs)
     env.reset(seed=0)
@@ -200,11 +231,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="also time this git revision's game in the same rounds")
     parser.add_argument("--floor", action="store_true",
                         help="also time a game with no rules (Breakout's spaces) against "
-                             "MinAtar's Breakout: the cost every game pays before its rules")
+                             "MinAtar's Breakout: the cost every game pays before its rules "
+                             "(floor: numpy; floor-numba: the sticky draw and the clear "
+                             "compiled, when numba is installed)")
     args = parser.parse_args(argv)
     games = args.games or [g for g in GAMES if hasattr(minatar_envs, GAMES[g])]
     if args.floor:
         games = [*games, "floor"]
+        from batchenv.envs.minatar._base import numba_available
+
+        if numba_available():
+            games.append("floor-numba")
     use_gymnax = not args.no_gymnax and Path(args.gymnax_python).exists()
     n = args.num_envs
     ref_pkg = None
@@ -217,12 +254,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
           f"interleaved rounds (machine shared: compare ratios)", flush=True)
     rows = []
     for game in games:
-        cls = empty_rules_class() if game == "floor" else getattr(minatar_envs, GAMES[game])
+        cls = (empty_rules_class() if game == "floor" else empty_rules_numba_class()
+               if game == "floor-numba" else getattr(minatar_envs, GAMES[game]))
         ours, ref = batch_timer(cls, n), minatar_timer(cls.game)
         layer = getattr(cls(1), "kernels", "numpy")
         numpy_layer = batch_timer(cls, n, kernels="numpy") if layer == "numba" else None
         before = (batch_timer(getattr(ref_pkg, GAMES[game]), n)
-                  if ref_pkg is not None and game != "floor" else None)
+                  if ref_pkg is not None and not game.startswith("floor") else None)
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
             else None
         # block sizes from one probe each, so every block lasts about --block seconds
