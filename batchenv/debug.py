@@ -58,8 +58,15 @@ def install(env: BatchEnv) -> None:
     cls = type(env)
     for name, make in (("reset_envs", _checked_reset_envs), ("reset_rows", _checked_reset_rows),
                        ("step_envs", _checked_step_envs), ("observe", _checked_observe)):
-        original = getattr(cls, name).__get__(env, cls)  # the class's, never a wrapper
-        env.__dict__[name] = make(env, original)
+        # the kernel that runs: the instance's own if it has one (the MinAtar games' numba
+        # layer binds its loops per instance), else the class's; never a wrapper of ours
+        original = env.__dict__.get(name)
+        original = getattr(original, "__wrapped__", original)
+        if original is None:
+            original = getattr(cls, name).__get__(env, cls)
+        wrapper = make(env, original)
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        env.__dict__[name] = wrapper
 
 
 # ---------------------------------------------------------------------- shared checks

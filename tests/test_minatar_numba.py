@@ -123,8 +123,16 @@ def test_numba_env_survives_pickle_and_deepcopy(cls):
 
 @pytest.mark.parametrize("cls", GAMES)
 def test_numba_env_under_debug_checks(cls):
+    import importlib
+
     a, b = pair(cls, n=32, debug=True)
+    layer = importlib.import_module(cls.numba_module)
+    for name in ("step_envs", "observe"):  # the checks wrap the numba loops, not numpy's
+        assert getattr(b, name).__wrapped__.__func__ is getattr(layer, name)
+        assert getattr(a, name).__wrapped__.__func__ is getattr(cls, name)
     run_pair(a, b, 200, seed=9)
+    twin = pickle.loads(pickle.dumps(b))
+    assert twin.step_envs.__wrapped__.__func__ is layer.step_envs
 
 
 def test_asterix_numba_equals_numpy_in_late_game_states():

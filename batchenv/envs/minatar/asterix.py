@@ -160,8 +160,9 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
-                                (GRID, GRID, _CHANNELS))
+        if self.kernels == "numpy":  # (the numba layer draws every lane itself)
+            self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
+                                    (GRID, GRID, _CHANNELS))
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """Live entities on the board (columns 0-9)."""

@@ -132,8 +132,9 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
-                               (GRID, GRID, _CHANNELS), np.uint16)
+        if self.kernels == "numpy":  # (the numba layer draws every wall row itself)
+            self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
+                                   (GRID, GRID, _CHANNELS), np.uint16)
         self._wall_base = np.arange(self.num_envs, dtype=np.intp) * len(WALL_ROWS)
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:

@@ -158,8 +158,9 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
-                                       (GRID, GRID, _CHANNELS), np.uint16)
+        if self.kernels == "numpy":  # (the numba layer draws every row itself)
+            self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
+                                           (GRID, GRID, _CHANNELS), np.uint16)
 
     def reset_envs(self, s: SpaceInvadersState, rng: BatchRandom) -> None:
         s.pos[:] = CANNON_START

@@ -47,16 +47,22 @@ __all__ = ["jit", "jit_borrowing", "cell", "flat_cells", "next_word", "mix", "ga
 jit = njit(cache=True, nogil=True)
 
 
+def _private_njit(**options: Any) -> Any:
+    """``njit`` with options its type stubs do not list (``_nrt``)."""
+    decorator: Any = njit
+    return decorator(**options)
+
+
 def _jit_without_refcounts() -> Any:
     """``jit`` without numba's reference counting (``_nrt=False``, a private option of
     numba's), for loops that allocate nothing and only borrow their caller's arrays; plain
     :data:`jit` (the same results, slower) if this numba refuses the option."""
     try:
-        probe = njit(_nrt=False)(lambda a: a[0])  # type: ignore[call-overload]
+        probe = _private_njit(_nrt=False)(lambda a: a[0])
         probe(np.zeros(1))
     except Exception:  # noqa: BLE001 (any refusal: the option is not public)
         return jit
-    return njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]
+    return _private_njit(cache=True, nogil=True, _nrt=False)
 
 
 #: :data:`jit` without reference counting where numba allows it (Seaquest's loops: their
