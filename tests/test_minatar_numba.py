@@ -248,3 +248,11 @@ def test_jit_borrowing_falls_back_to_plain_jit_when_numba_refuses_the_option(mon
     assert layer._jit_without_refcounts() is not layer.jit  # this numba accepts it
     monkeypatch.setattr(layer, "njit", refusing_njit)
     assert layer._jit_without_refcounts() is layer.jit
+
+
+def test_numba_observe_refuses_a_strided_buffer():
+    env = BatchBreakout(4, kernels="numba")
+    env.reset(seed=0)
+    strided = np.zeros((8, 10, 10, 4), dtype=bool)[::2]
+    with pytest.raises(ValueError, match="C-contiguous"):
+        env.observe(env.state, strided)

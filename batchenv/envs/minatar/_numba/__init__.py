@@ -134,14 +134,14 @@ def game_action(i: int, action: np.ndarray, action_set: np.ndarray, last_action:
 
 
 def flat_cells(out: np.ndarray) -> np.ndarray:
-    """The observation block ``(n, 10, 10, C)`` as one flat array for a loop to write
-    (:func:`cell`): clearing it is then one contiguous pass; a copy-free view when
-    ``out`` is contiguous (the base class's buffers are), else a copy written back by
-    the caller, which the base class never needs."""
-    flat = out.reshape(-1)
-    if not np.shares_memory(flat, out):
-        raise ValueError("observe: the observation array must be C-contiguous")
-    return flat
+    """The observation block ``(n, 10, 10, C)`` as one flat view for a loop to write
+    (:func:`cell`). ``out`` must be C-contiguous (the base class's buffers and every
+    array it hands to ``observe`` are); a ValueError says so otherwise, rather than the
+    loop writing into a copy that nobody reads."""
+    if not out.flags.c_contiguous:
+        raise ValueError(f"observe: out must be a C-contiguous array, got strides "
+                         f"{out.strides} for shape {out.shape}")
+    return out.reshape(-1)
 
 
 @njit(inline="always")
