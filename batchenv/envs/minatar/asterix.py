@@ -124,6 +124,8 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     ``BatchAsterix(num_envs, *, difficulty_ramping=True, sticky_action_prob=0.1,
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` spawn and move speeds stay at their start values.
+    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
+    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
 
     ## Random Words
 

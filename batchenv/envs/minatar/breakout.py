@@ -101,6 +101,8 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Breakout has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too). ``render_mode``:
     ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
+    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
+    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
 
     ## Random Words
 

@@ -92,6 +92,8 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
     ``BatchFreeway(num_envs, *, sticky_action_prob=0.1, minimal_action_set=False,
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Freeway has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too).
+    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
+    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
 
     ## Random Words
 

@@ -182,6 +182,8 @@ class BatchSeaquest(MinAtarEnv):
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` the spawn and move speeds never change.
     ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
+    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
+    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
 
     ## Random Words
 

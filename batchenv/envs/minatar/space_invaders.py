@@ -118,6 +118,8 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` every wave marches at the first wave's speed.
     ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
+    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
+    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
 
     ## Random Words
 
