@@ -731,15 +731,18 @@ def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
     assert ended > 0
 
 
-@pytest.mark.parametrize("rollout", ["collect", "double-buffer"])
-def test_ppo_example_sharded_smoke(tmp_path, rollout: str) -> None:
+@pytest.mark.parametrize(("rollout", "local"),
+                         [("collect", False), ("double-buffer", False), ("step", True)])
+def test_ppo_example_sharded_smoke(tmp_path, rollout: str, local: bool) -> None:
     ppo = _load_ppo()  # needs the examples extra (torch, tqdm), part of `test`
     csv_path = tmp_path / "pong.csv"
     summary = ppo.main(["--workers", "2", "--rollout", rollout, "--num-envs", "16",
                         "--num-steps", "32", "--total-steps", "2048", "--num-minibatches", "2",
                         "--points-to-win", "2", "--max-episode-steps", "60",
-                        "--eval-envs", "4", "--csv", str(csv_path)])
+                        "--eval-envs", "4", "--csv", str(csv_path)]
+                       + (["--local-shard"] if local else []))
     assert summary["global_step"] == 2048 and summary["rollout"] == rollout
+    assert summary["local_shard"] is local
     for key in ("loss", "pg_loss", "v_loss", "entropy", "approx_kl"):
         assert np.isfinite(summary[key]), key
     returns = np.genfromtxt(csv_path, delimiter=",", names=True, ndmin=1)["episode_return"]

@@ -27,6 +27,7 @@ rollout is gathered one of three ways (``--rollout``):
 
     python docs/examples/ppo_pong.py --workers 2 --backend process --time-limit 300
     python docs/examples/ppo_pong.py --workers 2 --double-buffer --time-limit 300
+    python docs/examples/ppo_pong.py --workers 2 --local-shard --rollout step --time-limit 300
 
 Needs ``torch`` (the CPU build is enough), ``tqdm`` and, for ``--plot``, ``matplotlib``
 (``--backend ray``: ``ray``).
@@ -120,6 +121,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="how a sharded rollout is gathered (default: collect)")
     p.add_argument("--double-buffer", action="store_true",
                    help="same as --rollout double-buffer")
+    p.add_argument("--local-shard", action="store_true",
+                   help="step shard 0 in this process (one worker fewer; with --workers)")
     args = p.parse_args(argv)
     if args.double_buffer:
         args.rollout = "double-buffer"
@@ -127,6 +130,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.rollout is not None and not args.workers:
         p.error("--rollout / --double-buffer need --workers")
+    if args.local_shard and not args.workers:
+        p.error("--local-shard needs --workers")
     if args.workers:
         args.rollout = args.rollout or "collect"
         if args.obs_type == "pixels" and args.rollout != "step":
@@ -233,7 +238,9 @@ def make_env(args: argparse.Namespace, num_envs: int, mode: AutoresetMode,
                   max_episode_steps=args.max_episode_steps)
     if workers:
         return batchenv.ShardedVectorEnv(batchenv.BatchPong, num_envs, num_workers=workers,
-                                         backend=args.backend, **kwargs)
+                                         backend=args.backend,
+                                         local_shard=getattr(args, "local_shard", False),
+                                         **kwargs)
     return batchenv.BatchPong(num_envs, **kwargs)
 
 
@@ -582,7 +589,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {
         "obs_type": args.obs_type, "seed": args.seed, "num_envs": N,
         "workers": args.workers, "backend": args.backend if args.workers else None,
-        "rollout": args.rollout,
+        "rollout": args.rollout, "local_shard": args.local_shard,
         "global_step": global_step, "wall_time_s": round(elapsed, 1),
         "steps_per_s": round(global_step / elapsed),
         "env_time_s": round(clock.totals.get("env", 0.0), 1),
