@@ -63,25 +63,6 @@ class LocalShard:
     def run(self, cmd: str, arg: Any, trajectories: dict[str, np.ndarray] | None) -> Any:
         """Run a command; returns what a worker would reply (see ``_process._serve``)."""
         shard, views = self.shard, self.views
-        if cmd == "step":
-            out = shard.step(views["actions"])
-            write_out(views, out)
-            return out.info
-        if cmd == "reset":
-            out = shard.reset(*arg)
-            write_out(views, out)
-            return out.info
-        if cmd == "set_state":
-            write_out(views, shard.set_state(*arg))
-            return None
-        if cmd == "get_state":
-            return shard.get_state()
-        if cmd == "render":
-            return shard.render()
-        if cmd == "call":
-            return shard.call(*arg)
-        if cmd == "set_attr":
-            return shard.set_attr(*arg)
         if cmd == "collect":
             payload, steps, _specs = arg
             assert trajectories is not None  # collect_buffers came first
@@ -90,7 +71,7 @@ class LocalShard:
             write_out(views, last)
             del side["out"]
             return last.info, side
-        raise ValueError(f"unknown command {cmd!r}")
+        return shard.run(cmd, arg, views)
 
     def close(self) -> None:
         self.shard.env.close()

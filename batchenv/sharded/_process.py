@@ -219,21 +219,6 @@ def _wait_go(go: Any, conn: connection.Connection, poller: _Poller, posted: np.n
 
 def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedMemory],
            start: int, stop: int, cmd: str, arg: Any) -> Any:
-    if cmd == "reset":
-        out = shard.reset(*arg)
-        write_out(views, out)
-        return out.info
-    if cmd == "set_state":
-        write_out(views, shard.set_state(*arg))
-        return None
-    if cmd == "get_state":
-        return shard.get_state()
-    if cmd == "render":
-        return shard.render()
-    if cmd == "call":
-        return shard.call(*arg)
-    if cmd == "set_attr":
-        return shard.set_attr(*arg)
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
@@ -245,7 +230,7 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
         return last.info, side
     if cmd == "getpid":
         return os.getpid()
-    raise ValueError(f"unknown command {cmd!r}")
+    return shard.run(cmd, arg, views)
 
 
 class _Resources:

@@ -146,6 +146,33 @@ class Shard:
         rows, final, rest = split_info(info) if info else (None, None, None)
         return StepOut(self.obs, reward, terminated, truncated, rows, final, rest)
 
+    def run(self, cmd: str, arg: Any, views: dict[str, np.ndarray]) -> Any:
+        """Run a command whose outputs land in ``views`` (this shard's rows of the batch
+        arrays) and return the reply: a step's or reset's info, or the command's result.
+        The in-driver shard (``_local``) and the process worker (``_process``) both serve
+        through this; ``collect`` is theirs (its trajectories live in transport-specific
+        places), and the Ray actor returns outputs instead of writing them."""
+        if cmd == "step":
+            out = self.step(views["actions"])
+            write_out(views, out)
+            return out.info
+        if cmd == "reset":
+            out = self.reset(*arg)
+            write_out(views, out)
+            return out.info
+        if cmd == "set_state":
+            write_out(views, self.set_state(*arg))
+            return None
+        if cmd == "get_state":
+            return self.get_state()
+        if cmd == "render":
+            return self.render()
+        if cmd == "call":
+            return self.call(*arg)
+        if cmd == "set_attr":
+            return self.set_attr(*arg)
+        raise ValueError(f"unknown command {cmd!r}")
+
     def get_state(self) -> np.ndarray:
         return self.env.get_state()
 
