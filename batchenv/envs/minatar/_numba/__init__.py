@@ -23,7 +23,7 @@ What the games' loops taught (each a measured difference):
 
 * An inlined helper that takes the state's arrays and writes them inside a branch (``if``,
   ``and``/``or``, a conditional expression) makes numba keep reference counting of those
-  arrays in the loop (SpaceInvaders' step: 77 ns per env against 22 without). Helpers
+  arrays at every call in the loop (docs/performance.md has what it cost). Helpers
   that take arrays write them unconditionally (a chosen value); helpers with branches
   take and return scalars.
 * Write each env's observation in one pass, clearing and drawing its cells while they are
