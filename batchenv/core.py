@@ -302,9 +302,12 @@ class BatchEnv(VectorEnv, Generic[S]):
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
         waiting = over.nonzero()[0] if np.count_nonzero(over) else None
-        frozen = None
-        if waiting is not None and self.autoreset_mode is AutoresetMode.DISABLED:
-            frozen = take_rows(s, waiting)
+        frozen = counters = None
+        if waiting is not None:
+            if self.autoreset_mode is AutoresetMode.DISABLED:
+                frozen = take_rows(s, waiting)
+            else:  # NEXT_STEP: their step is discarded, and so is whatever it draws
+                counters = s.rng_counter[waiting]
 
         try:
             result = self.step_envs(s, action, self._rng)
@@ -337,7 +340,10 @@ class BatchEnv(VectorEnv, Generic[S]):
         if waiting is not None:
             if frozen is not None:  # DISABLED: finished envs stand still
                 put_rows(s, waiting, frozen)
-            else:  # NEXT_STEP: this step resets them, ignoring their action
+            else:  # NEXT_STEP: this step resets them, ignoring their action; their reset
+                # draws from where their streams stood before the discarded step, as a
+                # reset(options={"reset_mask": ...}) from the same state would
+                s.rng_counter[waiting] = counters
                 self._reset_subset(waiting)
             reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated
