@@ -302,7 +302,8 @@ class BatchEnv(VectorEnv, Generic[S]):
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
         waiting = over.nonzero()[0] if np.count_nonzero(over) else None
-        frozen = counters = None
+        frozen: State | None = None
+        counters: np.ndarray | None = None
         if waiting is not None:
             if self.autoreset_mode is AutoresetMode.DISABLED:
                 frozen = take_rows(s, waiting)
@@ -343,7 +344,8 @@ class BatchEnv(VectorEnv, Generic[S]):
             else:  # NEXT_STEP: this step resets them, ignoring their action; their reset
                 # draws from where their streams stood before the discarded step, as a
                 # reset(options={"reset_mask": ...}) from the same state would
-                s.rng_counter[waiting] = counters
+                if counters is not None:
+                    s.rng_counter[waiting] = counters
                 self._reset_subset(waiting)
             reward[waiting] = 0.0
             self._flags[:, waiting] = False  # terminated and truncated

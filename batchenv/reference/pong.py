@@ -303,6 +303,7 @@ class ReferencePong:
         terminal observation in SAME_STEP mode when the episode ended, else None."""
         waiting = self.awaiting_reset
         frozen = self.record() if waiting and self.autoreset_mode == "Disabled" else None
+        counter = self.rng.counter  # a discarded step's draws are given back (NEXT_STEP)
         reward, terminated = self.step_game(action)
         self.elapsed_steps += 1
         truncated = (self.max_episode_steps is not None
@@ -311,6 +312,7 @@ class ReferencePong:
             if frozen is not None:
                 self._restore(frozen)
             else:
+                self.rng.counter = counter
                 self._start_game()
             reward, terminated, truncated = 0.0, False, False
         final_obs = None

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from batchenv.core import BatchEnv, field_outside
 from batchenv.envs.pong.raster import (
@@ -247,7 +246,6 @@ class BatchPong(BatchEnv[PongState]):
         self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
-        self._served: tuple[int, np.ndarray] | None = None  # see _serve_missed
         if obs_type == "state":
             self._obs_tmp = np.zeros((6, n), dtype=np.float32)
             # the scales as whole rows: a plain multiply beats a broadcast one
@@ -291,18 +289,14 @@ class BatchPong(BatchEnv[PongState]):
         p = self.params
         fill_fields(s, INT_FIELDS, rows, 0)
         fill_fields(s, PADDLE_FIELDS, rows, p.top_wall / 2)
-        served, self._served = self._served, None
         if self.mode == "rally":
             serve_straight(s, rows, rng, p)
-        elif served is not None and isinstance(rows, np.ndarray) and len(rows) == served[0]:
-            put_fields(s, BALL_FIELDS, rows, served[1])  # drawn by step_envs for these rows
         else:
             serve(s, rows, rng, p)
 
     def step_envs(self, s: PongState, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         reward, terminated = self._step_reward, self._step_terminated
-        self._served = None
         reward.fill(0.0)
         terminated.fill(False)
         if self.frameskip == 1:
@@ -341,28 +335,9 @@ class BatchPong(BatchEnv[PongState]):
                 left_scored = bodies[0, lost] > p.f32.right_plane
                 score_points(s, missed, left_scored, reward, terminated, p,
                              accumulate=self.frameskip > 1)  # else reward is 0 here
-                bodies[:4, lost] = self._serve_missed(s, missed, rng)  # served in the block
+                bodies[:4, lost] = serve_balls(rng.at(missed), p)  # served in the block
         put_fields(s, BALL_FIELDS, rows, bodies[:4])
         return missed if missed.size else None
-
-    def _serve_missed(self, s: PongState, missed: np.ndarray, rng: BatchRandom) -> np.ndarray:
-        """The serves of the rows ``missed``.
-
-        In NEXT_STEP mode the base class resets the rows that awaited a reset when the step
-        began right after this kernel (``docs/autoreset.md``), by :meth:`reset_rows`, which
-        serves. When none of those rows missed, their serves are drawn here in the same
-        call (the same words as two draws, since nothing else draws for those rows in
-        between; one draw for a few rows costs as many numpy calls as for many) and kept
-        for the next :meth:`reset_rows`, which is that reset (``tests/test_core.py`` pins
-        the order) and takes them when it is given as many rows."""
-        waiting = s.awaiting_reset
-        if self.frameskip == 1 and self.autoreset_mode is AutoresetMode.NEXT_STEP \
-                and np.count_nonzero(waiting) and not np.count_nonzero(waiting[missed]):
-            resets = waiting.nonzero()[0]
-            balls = serve_balls(rng.at(np.concatenate((missed, resets))), self.params)
-            self._served = (len(resets), balls[:, len(missed):])
-            return balls[:, :len(missed)]
-        return serve_balls(rng.at(missed), self.params)
 
     def _applied_actions(self, s: PongState, action: np.ndarray, rng: BatchRandom
                          ) -> tuple[np.ndarray, np.ndarray | None]:
