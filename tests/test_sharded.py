@@ -797,3 +797,31 @@ def test_a_failed_start_leaves_nothing_behind() -> None:
 
     with pytest.raises(Exception, match="Local"):
         ShardedVectorEnv(Local, 4, num_workers=2)
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_refused_set_state_changes_no_shard(local: bool) -> None:
+    """Issue 22 item 4: set_state with a bad record in shard 1 is refused before any shard
+    is touched (shard 0's rows unchanged), names the caller's env index (7, not the shard's
+    3), and the env stays usable and equal to the unsharded one."""
+    n = 8
+    ref = BatchPong(n)
+    env = ShardedVectorEnv(BatchPong, n, num_workers=2, local_shard=local)
+    try:
+        ref.reset(seed=3)
+        env.reset(seed=3)
+        before = env.get_state()
+        field = next(f for f in env.full_state_dtype.names
+                     if env.full_state_dtype[f].kind == "f")
+        bad = before.copy()
+        bad[field] += 1  # every row changes...
+        bad[field][7] = np.nan  # ...but row 7 is refused, so nothing may change
+        for mask in (None, np.ones(n, bool)):
+            with pytest.raises(ValueError, match=r"env indices \[7\]"):
+                env.set_state(bad, mask)
+            assert np.array_equal(env.get_state(), before)
+        a = np.zeros(n, np.int64)
+        assert_same_step(ref.step(a), env.step(a), "after the refused set_state")
+    finally:
+        env.close()
+        ref.close()

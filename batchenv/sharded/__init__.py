@@ -46,20 +46,18 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from batchenv.core import (
-    BatchEnv,
-    ClosedEnvError,
+from batchenv.core import BatchEnv, ClosedEnvError, batched_space
+from batchenv.sharded._errors import ShardError
+from batchenv.validation import (
     StepBeforeResetError,
-    _action_checker,
-    _check_mask,
-    _check_num_envs,
-    _check_options,
-    _is_int,
-    batched_space,
-    check_seed,
+    action_checker,
+    check_num_envs,
+    check_reset,
+    check_set_state,
+    check_state_values,
+    is_int,
     one_attr_value,
 )
-from batchenv.sharded._errors import ShardError
 
 __all__ = ["ShardedVectorEnv", "ShardError", "Trajectories", "BACKENDS"]
 
@@ -144,8 +142,8 @@ class ShardedVectorEnv(VectorEnv):
                  ray_options: Mapping[str, Any] | None = None, local_shard: bool = False,
                  **env_kwargs: Any) -> None:
         env_cls = _resolve_env(env)
-        n = self.num_envs = _check_num_envs(num_envs, None)
-        if not _is_int(num_workers) or not 1 <= num_workers <= n:
+        n = self.num_envs = check_num_envs(num_envs, None)
+        if not is_int(num_workers) or not 1 <= num_workers <= n:
             raise ValueError(f"num_workers must be an int in [1, num_envs={n}], got "
                              f"{num_workers!r}")
         if backend not in BACKENDS:
@@ -170,8 +168,10 @@ class ShardedVectorEnv(VectorEnv):
         self.render_mode = template.render_mode
         self.full_state_dtype = template.full_state_dtype
         bounds_rule = template.box_action_bounds
-        template.close()
-        self._action_check = _action_checker(self.single_action_space, n, bounds_rule)
+        #: a one-env instance kept in the driver: its ``check_state`` judges set_state's
+        #: records before any shard is touched
+        self._template = template
+        self._action_check = action_checker(self.single_action_space, n, bounds_rule)
         self._half_checks: list[Callable] = []
 
         #: ``bounds[k]:bounds[k + 1]`` are the rows of shard k.
@@ -180,7 +180,7 @@ class ShardedVectorEnv(VectorEnv):
         self._half_shards = [range(0, half), range(half, self.num_workers)]
         self._half_rows = [(0, self.bounds[half]), (self.bounds[half], n)]
         if half:
-            self._half_checks = [_action_checker(self.single_action_space, b - a, bounds_rule)
+            self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
                                  for a, b in self._half_rows]
 
         obs_space, act_space = self.single_observation_space, self.single_action_space
@@ -257,14 +257,7 @@ class ShardedVectorEnv(VectorEnv):
         seed list). Ends the double-buffered mode (waiting for a half in flight)."""
         self._check_usable()
         self._drain()
-        mask = _check_options(options, self.num_envs)
-        check_seed(seed, self.num_envs)  # validation only: BatchEnv's rules and messages
-        if mask is not None and self._needs_reset:
-            if not mask.all():
-                raise StepBeforeResetError(
-                    "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
-                    "unmasked envs have no state yet")
-            mask = None  # an all-True mask is a full reset, as BatchEnv takes it
+        mask, _, _ = check_reset(seed, options, self.num_envs, self._needs_reset)
         shards = []
         for k, (a, b) in enumerate(self._pairs()):
             shard_mask = None if mask is None else mask[a:b]
@@ -388,35 +381,25 @@ class ShardedVectorEnv(VectorEnv):
         self._check_usable()
         self._drain()
         n = self.num_envs
-        if not isinstance(states, np.ndarray) or states.dtype != self.full_state_dtype:
-            got = states.dtype if isinstance(states, np.ndarray) else type(states).__name__
-            raise TypeError(f"set_state: states must be a structured array of dtype "
-                            f"env.full_state_dtype={self.full_state_dtype}, got {got}")
+        # checked here, in full, before any shard is touched: a refused call changes
+        # nothing anywhere and names batch-wide env indices
+        states, idx = check_set_state(states, mask, n, self.full_state_dtype,
+                                      self._needs_reset)
+        check_state_values(self._template, states, np.arange(n) if idx is None else idx)
         shards: list[int] = []
         args: list[tuple[np.ndarray, np.ndarray | None]] = []
-        if mask is None:
-            if states.shape != (n,):
-                raise ValueError(f"set_state: states must have shape ({n},), got "
-                                 f"{states.shape}")
+        if idx is None:
             for k, (a, b) in enumerate(self._pairs()):
                 shards.append(k)
                 args.append((states[a:b], None))
         else:
-            mask = _check_mask(mask, n, "set_state: mask")
-            idx = np.flatnonzero(mask)
-            if states.shape == (n,):
-                states = states[idx]
-            elif states.shape != (len(idx),):
-                raise ValueError(f"set_state: with a mask, states must have shape ({n},) or "
-                                 f"({len(idx)},) (one per True entry), got {states.shape}")
-            if self._needs_reset:
-                raise StepBeforeResetError("set_state with a mask needs a full reset() or "
-                                           "set_state() first")
+            idx_mask = np.zeros(n, dtype=bool)
+            idx_mask[idx] = True
             first = np.searchsorted(idx, self.bounds)  # compact records of each shard
             for k, (a, b) in enumerate(self._pairs()):
                 if first[k + 1] > first[k]:
                     shards.append(k)
-                    args.append((states[first[k]:first[k + 1]], mask[a:b]))
+                    args.append((states[first[k]:first[k + 1]], idx_mask[a:b]))
         for k, arg in zip(shards, args):
             self._backend.start(k, "set_state", arg)
         self._finish(shards, "set_state")
@@ -444,7 +427,7 @@ class ShardedVectorEnv(VectorEnv):
         self._drain()
         if self._needs_reset:
             raise StepBeforeResetError("collect() called before reset(): call reset() first")
-        if not _is_int(steps) or steps < 1:
+        if not is_int(steps) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         steps = int(steps)
         obs_space, act_space = self.single_observation_space, self.single_action_space
@@ -615,7 +598,7 @@ def _shard_seed(seed: Any, a: int, b: int) -> Any:
     its slice of a list."""
     if seed is None:
         return None
-    if _is_int(seed):
+    if is_int(seed):
         return int(seed) + a
     return [None if x is None else int(x) for x in list(seed)[a:b]]
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from batchenv.core import BatchEnv, _action_checker
+from batchenv.core import BatchEnv
+from batchenv.validation import action_checker
 
 #: info keys that the driver assembles itself (from the final-observation buffers).
 STANDARD_INFO = ("final_obs", "_final_obs", "final_info", "_final_info")
@@ -133,7 +134,7 @@ class Shard:
         self.obs: np.ndarray | None = None  # the latest observation (a view of env buffers)
         self.policy: Any = None
         self._out: dict[str, np.ndarray] | None = None  # collect's arrays, when it owns them
-        self._check = _action_checker(self.env.single_action_space, num_rows,
+        self._check = action_checker(self.env.single_action_space, num_rows,
                                       self.env.box_action_bounds)
 
     def reset(self, seed: Any, mask: np.ndarray | None) -> StepOut:
