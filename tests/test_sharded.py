@@ -825,3 +825,40 @@ def test_refused_set_state_changes_no_shard(local: bool) -> None:
     finally:
         env.close()
         ref.close()
+
+
+def _mapped_trajectory_blocks(pid: int) -> set[str]:
+    """The trajectory blocks process ``pid`` maps (from /proc: deleted ones too)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {line.split()[5] for line in f
+                if len(line.split()) > 5 and SHM_PREFIX in line and "_traj" in line}
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_collect_lengths_used_again_return_the_rollout(local: bool) -> None:
+    """Issue 22 items 1 and 2: collect of 10, then 20, then 10 steps returns the rollout
+    every time (it returned zeros from every worker shard: workers kept writing into the
+    unlinked block of the first 10), and a worker maps one set of trajectory blocks, not
+    one per length used."""
+    n, kwargs = 8, dict(autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=EPISODE)
+    ref = BatchPong(n, **kwargs)
+    env = ShardedVectorEnv(BatchPong, n, num_workers=2, local_shard=local, **kwargs)
+    try:
+        obs, _ = ref.reset(seed=4)
+        env.reset(seed=4)
+        for length in (10, 20, 10, 5, 20, 10):
+            got = env.collect(chase, length)
+            for t in range(length):
+                a = chase(obs)
+                assert np.array_equal(got.obs[t], obs), (length, t)
+                assert np.array_equal(got.actions[t], a), (length, t)
+                obs, reward, terminated, truncated, _ = ref.step(a)
+                assert np.array_equal(got.rewards[t], reward), (length, t)
+                assert np.array_equal(got.terminated[t], terminated), (length, t)
+                assert np.array_equal(got.truncated[t], truncated), (length, t)
+            assert np.array_equal(got.next_obs, obs)
+            for pid in env.worker_pids:
+                assert len(_mapped_trajectory_blocks(pid)) == 4  # obs, actions, rewards, flags
+    finally:
+        env.close()
+        ref.close()

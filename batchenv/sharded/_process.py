@@ -63,6 +63,7 @@ from batchenv.sharded._shard import (
 
 #: Prefix of every shared-memory block this module creates (``/dev/shm/<prefix>...``).
 SHM_PREFIX = "batchenv_"
+_TRAJ = "_traj"  # in the names of collect's trajectory blocks
 _JOIN_SECONDS = 2.0  # a worker asked to exit gets this long before terminate()
 _KILL_SECONDS = 1.0  # ... and this long after terminate() before kill()
 
@@ -222,6 +223,7 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
+        _drop_old_trajectories(blocks, {spec[0] for spec in specs.values()})
         rollout = rollout_views({key: _attach(spec, blocks) for key, spec in specs.items()},
                                 start, stop)
         last, side = shard.collect(policy, steps, rollout)
@@ -231,6 +233,18 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
     if cmd == "getpid":
         return os.getpid()
     return shard.run(cmd, arg, views)
+
+
+def _drop_old_trajectories(blocks: dict[str, SharedMemory], current: set[str]) -> None:
+    """Unmap the trajectory blocks of earlier ``collect`` lengths (the driver unlinked
+    them when it made the new ones): each use has its own names, so a worker never writes
+    into a block the driver no longer reads, and holds one set of blocks at a time."""
+    for name in [name for name in blocks if _TRAJ in name and name not in current]:
+        block = blocks.pop(name)
+        try:
+            block.close()
+        except BufferError:  # a view still alive; the mapping goes with it
+            pass
 
 
 class _Resources:
@@ -333,6 +347,7 @@ class ProcessBackend:
         for key, (shape, dtype) in layout.items():
             self.arrays[key], self._specs[key] = self._new_array(key, shape, dtype)
         self._traj: tuple[int, dict[str, np.ndarray], dict[str, tuple]] | None = None
+        self._traj_uses = 0  # sets of trajectory blocks made so far: numbers their names
         method = start_method or default_start_method()
         if method == "fork":
             raise ValueError("start_method='fork' is not supported (fork after threads "
@@ -479,7 +494,11 @@ class ProcessBackend:
                   "flags": ((2, steps, n), np.bool_)}
         arrays, specs = {}, {}
         for key, (shape, dtype) in layout.items():
-            arrays[key], specs[key] = self._new_array(f"traj{steps}_{key}", shape, dtype)
+            # a new name for every new set of blocks (never a name used before): a worker
+            # attaches by name, so a reused name would leave it on the unlinked old block
+            arrays[key], specs[key] = self._new_array(
+                f"{_TRAJ}{self._traj_uses}_{key}", shape, dtype)
+        self._traj_uses += 1
         self._traj = (steps, arrays, specs)
         return arrays, specs
 
