@@ -862,3 +862,58 @@ def test_collect_lengths_used_again_return_the_rollout(local: bool) -> None:
     finally:
         env.close()
         ref.close()
+
+
+def _fast_kwargs(env_id: str) -> dict:
+    # MinAtar's numba layer compiles in every process; its numpy kernels give the same steps
+    return {"kernels": "numpy"} if "MinAtar" in env_id else {}
+
+
+@pytest.mark.parametrize("env_id", batchenv.list_envs())
+def test_every_registered_id_sharded_equals_unsharded(env_id: str) -> None:
+    """Issue 22 item 10: make(id, n, num_workers=2) builds what make(id, n) builds: the
+    id's registered kwargs kept (MinAtar-*-v1's minimal_action_set), the same spaces and
+    spec, the same first steps."""
+    n, kwargs = 4, _fast_kwargs(env_id)
+    ref = batchenv.make(env_id, n, **kwargs)
+    env = batchenv.make(env_id, n, num_workers=2, local_shard=True, **kwargs)
+    try:
+        assert env.single_action_space == ref.single_action_space
+        assert env.single_observation_space == ref.single_observation_space
+        assert env.spec == ref.spec
+        assert np.array_equal(ref.reset(seed=1)[0], env.reset(seed=1)[0])
+        ref.action_space.seed(2)
+        for t in range(3):
+            a = ref.action_space.sample()
+            assert_same_step(ref.step(a), env.step(a), f"{env_id} step {t}")
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_an_authors_registered_id_is_sharded_with_its_kwargs() -> None:
+    """Issue 22 item 9: an id registered with gymnasium.register(..., vector_entry_point=)
+    is sharded by make(..., num_workers=2) and by ShardedVectorEnv(id, ...), keeping the
+    id's kwargs and max_episode_steps, with the same results as unsharded."""
+    import gymnasium as gym
+
+    gym.register("you/Counter-v0", vector_entry_point=CounterEnv, max_episode_steps=4,
+                 kwargs={"max_count": 3})
+    try:
+        ref = batchenv.make("you/Counter-v0", 5)
+        assert type(ref) is CounterEnv and ref.max_episode_steps == 4
+        for env in (batchenv.make("you/Counter-v0", 5, num_workers=2),
+                    ShardedVectorEnv("you/Counter-v0", 5, num_workers=2)):
+            try:
+                assert env.max_episode_steps == 4
+                assert np.array_equal(ref.reset(seed=0)[0], env.reset(seed=0)[0])
+                for t in range(6):  # through max_count's terminations
+                    a = np.full(5, t % 2)
+                    assert_same_step(ref.step(a), env.step(a), f"step {t}")
+            finally:
+                env.close()
+        with pytest.raises(ValueError, match="not one"):
+            batchenv.make("CartPole-v1", 2, num_workers=2, vectorization="thread")
+    finally:
+        gym.registry.pop("you/Counter-v0")
+        ref.close()

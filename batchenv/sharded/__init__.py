@@ -88,20 +88,21 @@ class Trajectories:
     extras: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def _resolve_env(env: Any) -> type[BatchEnv]:
+def _resolve_env(env: Any) -> tuple[type[BatchEnv], dict[str, Any]]:
+    """The class and the id's constructor keywords (none for a class), read as ``make``
+    reads an id (:func:`batchenv.registration.resolve`)."""
     if isinstance(env, str):
-        from batchenv.registration import _native_entry
+        from batchenv.registration import list_envs, resolve
 
-        entry = _native_entry(env)
-        if entry is None:
-            from batchenv.registration import list_envs
-
-            raise ValueError(f"env must be a BatchEnv subclass or a native env id "
-                             f"({list_envs()}), got {env!r}")
-        env = entry.load()
+        resolved = resolve(env)
+        if resolved is None:
+            raise ValueError(f"env must be a BatchEnv subclass, a native env id "
+                             f"({list_envs()}) or an id registered with gymnasium.register("
+                             f"id, vector_entry_point=<a BatchEnv subclass>), got {env!r}")
+        return resolved.cls, dict(resolved.kwargs)
     if not (isinstance(env, type) and issubclass(env, BatchEnv)):
-        raise TypeError(f"env must be a BatchEnv subclass or a native env id, got {env!r}")
-    return env
+        raise TypeError(f"env must be a BatchEnv subclass or an env id, got {env!r}")
+    return env, {}
 
 
 class ShardedVectorEnv(VectorEnv):
@@ -141,7 +142,8 @@ class ShardedVectorEnv(VectorEnv):
                  timeout: float | None = None, start_method: str | None = None,
                  ray_options: Mapping[str, Any] | None = None, local_shard: bool = False,
                  **env_kwargs: Any) -> None:
-        env_cls = _resolve_env(env)
+        env_cls, id_kwargs = _resolve_env(env)
+        env_kwargs = {**id_kwargs, **env_kwargs}  # an id's registered keywords, then the caller's
         n = self.num_envs = check_num_envs(num_envs, None)
         if not is_int(num_workers) or not 1 <= num_workers <= n:
             raise ValueError(f"num_workers must be an int in [1, num_envs={n}], got "
