@@ -917,3 +917,78 @@ def test_an_authors_registered_id_is_sharded_with_its_kwargs() -> None:
     finally:
         gym.registry.pop("you/Counter-v0")
         ref.close()
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_an_attribute_typo_leaves_the_env_usable(local: bool) -> None:
+    """Issue 22 item 6: get_attr/call of a missing name raise AttributeError, as the
+    unsharded env does, and the env carries on (it was unusable, every env's state lost);
+    set_attr of a new name makes it readable."""
+    ref = BatchPong(6)
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=2, local_shard=local)
+    try:
+        ref.reset(seed=5)
+        env.reset(seed=5)
+        for bad in (lambda e: e.get_attr("paddle_sped"), lambda e: e.call("rset")):
+            with pytest.raises(AttributeError):
+                bad(ref)
+            with pytest.raises(AttributeError):
+                bad(env)
+        a = np.ones(6, np.int64)
+        assert_same_step(ref.step(a), env.step(a), "after the typo")
+        env.set_attr("note", 3)
+        assert env.get_attr("note") == (3,) * 6
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_two_threads_calling_one_env_get_a_clear_error() -> None:
+    """Issue 22 item 3: while one thread's step waits for the workers, another thread's
+    step raises RuntimeError (it mixed rows of two steps, silently) and changes nothing;
+    the first step's results are the unsharded env's."""
+    import threading
+
+    ref = BatchPong(6)
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=2)
+    try:
+        ref.reset(seed=8)
+        env.reset(seed=8)
+        inside, release = threading.Event(), threading.Event()
+        real_finish = env._backend.finish
+
+        def held_finish(*args, **kwargs):  # the first thread waits here, inside its step
+            inside.set()
+            assert release.wait(30)
+            return real_finish(*args, **kwargs)
+
+        env._backend.finish = held_finish
+        a = np.full(6, 2)
+        results = []
+        first = threading.Thread(target=lambda: results.append(env.step(a)))
+        first.start()
+        assert inside.wait(30)
+        for other in (lambda: env.step(np.zeros(6, np.int64)), env.get_state,
+                      lambda: env.reset(seed=0)):
+            with pytest.raises(RuntimeError, match="another thread"):
+                other()
+        release.set()
+        first.join(30)
+        env._backend.finish = real_finish
+        assert_same_step(ref.step(a), results[0], "the first thread's step")
+        assert np.array_equal(ref.get_state(), env.get_state())
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_pickling_is_refused_with_a_reason() -> None:
+    """Issue 22 item 8: pickling said "Can't pickle local object '_discrete_checker...'"."""
+    import pickle
+
+    env = ShardedVectorEnv(BatchPong, 2, num_workers=1, local_shard=True)
+    try:
+        with pytest.raises(TypeError, match="cannot be pickled: it owns worker processes"):
+            pickle.dumps(env)
+    finally:
+        env.close()

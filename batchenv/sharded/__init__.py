@@ -36,10 +36,12 @@ and a driver busy during ``step_wait``.
 
 from __future__ import annotations
 
+import functools
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -105,6 +107,28 @@ def _resolve_env(env: Any) -> tuple[type[BatchEnv], dict[str, Any]]:
     return env, {}
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _exclusive(method: F) -> F:
+    """One call at a time: a call made while another thread's call on the same env is
+    running raises ``RuntimeError`` (as ``ConcurrentVectorEnv``), instead of mixing the two
+    calls' rows in the shared buffers. (Re-entrant: ``step`` runs ``step_async``.)"""
+    @functools.wraps(method)
+    def run(self: ShardedVectorEnv, *args: Any, **kwargs: Any) -> Any:
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(f"another thread's call on this ShardedVectorEnv is running "
+                               f"({method.__name__} refused, nothing was changed); calls "
+                               f"from several threads must not overlap: give each thread "
+                               f"its own env, or hold a lock around the calls")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+
+    return run  # type: ignore[return-value]
+
+
 class ShardedVectorEnv(VectorEnv):
     """A batch of ``num_envs`` envs of class ``env`` split over ``num_workers`` workers.
 
@@ -142,6 +166,7 @@ class ShardedVectorEnv(VectorEnv):
                  timeout: float | None = None, start_method: str | None = None,
                  ray_options: Mapping[str, Any] | None = None, local_shard: bool = False,
                  **env_kwargs: Any) -> None:
+        self._busy = threading.RLock()  # held during a call: see _exclusive
         env_cls, id_kwargs = _resolve_env(env)
         env_kwargs = {**id_kwargs, **env_kwargs}  # an id's registered keywords, then the caller's
         n = self.num_envs = check_num_envs(num_envs, None)
@@ -253,6 +278,7 @@ class ShardedVectorEnv(VectorEnv):
                 f"num_workers={self.num_workers}, backend={self.backend!r}{local})")
 
     # ------------------------------------------------------------------ Gymnasium API
+    @_exclusive
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """As :meth:`BatchEnv.reset`; shard k gets seed ``seed + a_k`` (or its slice of a
@@ -275,12 +301,14 @@ class ShardedVectorEnv(VectorEnv):
             _merge_info(info, extra, self.bounds[k], self.num_envs)
         return self._out(self._arrays["obs"]), info
 
+    @_exclusive
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
         """Step every env (see ``docs/autoreset.md``); the shards step in parallel."""
         self.step_async(actions)
         return self.step_wait()
 
+    @_exclusive
     def step_async(self, actions: Any) -> None:
         """Send ``actions`` to the workers and return at once; :meth:`step_wait` collects
         the results. The driver may run other work (a policy on other data) meanwhile."""
@@ -298,6 +326,7 @@ class ShardedVectorEnv(VectorEnv):
             self._backend.start(k, "step")
         self._in_flight = True
 
+    @_exclusive
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                  dict[str, Any]]:
         """The results of the step sent by :meth:`step_async`."""
@@ -308,6 +337,7 @@ class ShardedVectorEnv(VectorEnv):
         replies = self._finish(range(self.num_workers), "step")
         return self._outputs(0, self.num_envs, range(self.num_workers), replies)
 
+    @_exclusive
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""
         self._check_usable()
@@ -327,17 +357,26 @@ class ShardedVectorEnv(VectorEnv):
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
         """The seed of each env's random stream (as :attr:`BatchEnv.np_random_seed`),
         gathered from the shards."""
+        return self._gather_seeds()
+
+    @_exclusive
+    def _gather_seeds(self) -> tuple[int, ...]:
         self._check_usable()
         self._drain()
         return tuple(x for part in self._call_all("call", ("np_random_seed", (), {}))
                      for x in part)
 
+    @_exclusive
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """As :meth:`BatchEnv.call`: one entry per env. The driver's own attributes
         (``num_envs``, the spaces, ``metadata``, ...) are the whole batch's, returned once
         per env; ``render`` and ``np_random_seed`` give their per-env entries; any other
         name runs on every shard (once per shard) and each env gets its shard's result."""
         self._check_usable()
+        if name not in ("render", "np_random_seed") and name not in self.__dict__:
+            # a missing attribute is refused here, before any shard is asked (as the
+            # unsharded env raises AttributeError and carries on)
+            getattr(self._template, name)
         if name == "render":
             frames = self.render()
             return (None,) * self.num_envs if frames is None else frames
@@ -354,6 +393,7 @@ class ShardedVectorEnv(VectorEnv):
         """The attribute ``name``, one entry per env (:meth:`call`)."""
         return self.call(name)
 
+    @_exclusive
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
         """As :meth:`BatchEnv.set_attr`, on every shard: one value, or ``num_envs`` equal
         values (``ValueError`` names the envs whose value differs from env 0's)."""
@@ -361,6 +401,7 @@ class ShardedVectorEnv(VectorEnv):
         first = one_attr_value(name, values, self.num_envs)
         self._drain()
         self._call_all("set_attr", (name, first))
+        self._template.set_attr(name, first)  # so that call/get_attr know the name
         if name in self.__dict__ and not name.startswith("_"):  # the driver's copy too
             setattr(self, name, first)
 
@@ -371,12 +412,14 @@ class ShardedVectorEnv(VectorEnv):
         self._finalizer()
 
     # ------------------------------------------------------------------ state access
+    @_exclusive
     def get_state(self) -> np.ndarray:
         """The whole batch as records of ``full_state_dtype`` (as :meth:`BatchEnv.get_state`)."""
         self._check_usable()
         self._drain()
         return np.concatenate(self._call_all("get_state"))
 
+    @_exclusive
     def set_state(self, states: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """As :meth:`BatchEnv.set_state`: restore all envs, or (with ``mask``) the masked
         ones; returns the observations of all envs (a copy)."""
@@ -410,6 +453,7 @@ class ShardedVectorEnv(VectorEnv):
         return self._arrays["obs"].copy()
 
     # ------------------------------------------------------------------ rollouts
+    @_exclusive
     def collect(self, policy: Callable[[np.ndarray], Any] | None, steps: int
                 ) -> Trajectories:
         """Every worker steps its shard ``steps`` times with ``policy`` and returns the
@@ -469,6 +513,7 @@ class ShardedVectorEnv(VectorEnv):
                             final_index=final_index, extras=extras, **out)
 
     # ------------------------------------------------------------------ double buffering
+    @_exclusive
     def async_reset(self, *, seed: int | Sequence[int | None] | None = None,
                     options: Mapping[str, Any] | None = None) -> None:
         """Reset (as :meth:`reset`) and enter the double-buffered mode.
@@ -486,6 +531,7 @@ class ShardedVectorEnv(VectorEnv):
         self.reset(seed=seed, options=options)
         self._double = {"next": 0, "received": None, "in_flight": [False, False]}
 
+    @_exclusive
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The next half's ``(obs, reward, terminated, truncated, info)``, arrays over its
         rows only; ``info["env_id"]`` holds those rows' env indices (as EnvPool)."""
@@ -508,6 +554,7 @@ class ShardedVectorEnv(VectorEnv):
         d["received"], d["next"] = h, 1 - h
         return result
 
+    @_exclusive
     def send(self, actions: Any, env_id: np.ndarray | None = None) -> None:
         """Step the half that :meth:`recv` returned last with ``actions`` (its rows only);
         returns at once. ``env_id``, if given, must be that half's ``info["env_id"]``."""
@@ -526,6 +573,11 @@ class ShardedVectorEnv(VectorEnv):
             self._backend.start(k, "step")
         d["in_flight"][h] = True
         d["received"] = None
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a ShardedVectorEnv cannot be pickled: it owns worker processes "
+                        "and shared memory; pickle its state (get_state()) or build it "
+                        "again from (env, num_envs, num_workers, ...) in the other process")
 
     # ------------------------------------------------------------------ helpers
     def _pairs(self) -> list[tuple[int, int]]:
