@@ -992,3 +992,37 @@ def test_pickling_is_refused_with_a_reason() -> None:
             pickle.dumps(env)
     finally:
         env.close()
+
+
+_FORKING = """
+import os, sys
+import numpy as np
+from batchenv import BatchPong, ShardedVectorEnv
+
+if __name__ == "__main__":
+    env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
+    env.reset(seed=0)
+    child = os.fork()
+    if child == 0:  # the child uses the inherited object a little, then exits normally
+        env.num_envs
+        sys.exit(0)  # runs the finalizers at exit
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    env.step(np.zeros(4, np.int64))  # the parent's workers are alive and serving
+    env.close()
+    print("parent ok")
+"""
+
+
+def test_a_forked_child_exiting_leaves_the_parents_workers_alone(tmp_path) -> None:
+    """Issue 22 item 5: a child made by os.fork() that exits normally used to stop the
+    parent's workers (ShardError ... SIGTERM in the parent) and print an AssertionError."""
+    script = tmp_path / "forking.py"
+    script.write_text(textwrap.dedent(_FORKING))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", str(script)],
+                          capture_output=True, text=True, cwd=root, timeout=120,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr
+    assert "parent ok" in done.stdout
+    assert "Error" not in done.stderr, done.stderr

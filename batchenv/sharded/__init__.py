@@ -37,6 +37,7 @@ and a driver busy during ``step_wait``.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -251,7 +252,7 @@ class ShardedVectorEnv(VectorEnv):
                 raise
         else:
             self._backend = remote
-        self._finalizer = weakref.finalize(self, self._backend.close)
+        self._finalizer = weakref.finalize(self, _close_in_owner, self._backend, os.getpid())
         self.closed = False
         self._arrays = self._backend.arrays
         self._needs_reset = True
@@ -645,6 +646,14 @@ class ShardedVectorEnv(VectorEnv):
                     truncated, info)
         return (arrays["obs"][a:b], arrays["reward"][a:b], arrays["flags"][0, a:b],
                 arrays["flags"][1, a:b], info)
+
+
+def _close_in_owner(backend: Any, owner: int) -> None:
+    """Close the backend, in the process that made it only: a child made by ``os.fork()``
+    inherits the env (and this finalizer, run at its exit) but not the workers, which it
+    must neither stop nor wait for, nor the shared memory, which the parent still uses."""
+    if os.getpid() == owner:
+        backend.close()
 
 
 def _shard_seed(seed: Any, a: int, b: int) -> Any:

@@ -45,6 +45,7 @@ import signal
 import sys
 import time
 import traceback
+import weakref
 from multiprocessing import connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
@@ -249,9 +250,11 @@ def _drop_old_trajectories(blocks: dict[str, SharedMemory], current: set[str]) -
 
 class _Resources:
     """What a process backend holds, released once (``weakref.finalize`` target: it must
-    not reference the env)."""
+    not reference the env), by the process that made it only."""
 
     def __init__(self) -> None:
+        self.owner = os.getpid()
+        _LIVE.add(self)
         self.blocks: list[SharedMemory] = []
         self.processes: list[Any] = []
         self.conns: list[connection.Connection] = []
@@ -260,7 +263,22 @@ class _Resources:
         self.control: np.ndarray | None = None
         self.hung: set[int] = set()  # shards that timed out: killed without waiting
 
+    def disown(self) -> None:
+        """In a child made by ``os.fork()``: let go of the parent's workers and blocks
+        without touching them. multiprocessing would otherwise terminate the parent's
+        daemonic workers at the child's exit (it lists them as the child's own, inherited
+        from the parent), and the blocks' finalizers would fail on the arrays' views."""
+        from multiprocessing import process
+
+        for proc in self.processes:
+            process._children.discard(proc)  # type: ignore[attr-defined]
+        for block in self.blocks:  # the arrays' views keep the mapping while they live
+            block._buf = block._mmap = None  # type: ignore[attr-defined]
+        self.blocks = []
+
     def release(self) -> None:
+        if os.getpid() != self.owner:  # a forked child: the parent owns all this
+            return
         for k in self.hung:
             self.processes[k].kill()
         for k, proc in enumerate(self.processes):
@@ -287,6 +305,17 @@ class _Resources:
         self.blocks.clear()
         self.go.clear()  # the last reference: multiprocessing unlinks the semaphores
         self.done.clear()
+
+
+_LIVE: weakref.WeakSet[_Resources] = weakref.WeakSet()  # for the fork hook below
+
+
+def _disown_in_child() -> None:
+    for resources in list(_LIVE):
+        resources.disown()
+
+
+os.register_at_fork(after_in_child=_disown_in_child)
 
 
 def shared_array(block: SharedMemory, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
