@@ -1026,3 +1026,34 @@ def test_a_forked_child_exiting_leaves_the_parents_workers_alone(tmp_path) -> No
     assert done.returncode == 0, done.stderr
     assert "parent ok" in done.stdout
     assert "Error" not in done.stderr, done.stderr
+
+
+class Watchdog(Exception):
+    """What a caller's alarm handler raises (a watchdog on a step that takes too long)."""
+
+
+def _raise_watchdog(signum, frame):
+    raise Watchdog
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("local", [False, True])
+def test_an_interrupt_names_no_shard_and_the_env_says_why_it_is_unusable(local: bool) -> None:
+    """Issue 22 item 8: an exception raised in the driver while it waits (an alarm, a
+    Ctrl-C) propagates; later calls say the call was interrupted, without naming shard 0
+    as if it had failed; close() cleans up."""
+    env = ShardedVectorEnv(TroubleCounter, 4, num_workers=2, local_shard=local, nap=5.0)
+    old = signal.signal(signal.SIGALRM, _raise_watchdog)
+    try:
+        env.reset(seed=0)
+        actions = np.array([0, 0, 0, 3])  # shard 1 naps: the driver waits for it
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Watchdog):
+            env.step(actions)
+        with pytest.raises(RuntimeError, match="interrupted") as info:
+            env.step(np.zeros(4, np.int64))
+        assert "shard" not in str(info.value) and not isinstance(info.value, ShardError)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        env.close()

@@ -256,7 +256,7 @@ class ShardedVectorEnv(VectorEnv):
         self.closed = False
         self._arrays = self._backend.arrays
         self._needs_reset = True
-        self._failure: ShardError | None = None
+        self._failure: Exception | None = None
         self._in_flight = False  # step_async sent, step_wait not yet called
         self._double: dict[str, Any] | None = None  # double-buffered mode's state
 
@@ -590,10 +590,12 @@ class ShardedVectorEnv(VectorEnv):
     def _check_usable(self) -> None:
         if self.closed:
             raise ClosedEnvError("ShardedVectorEnv is closed: make a new env")
-        if self._failure is not None:
-            f = self._failure
+        f = self._failure
+        if isinstance(f, ShardError):
             raise ShardError(f.shard, f.rows.start, f.rows.stop,
                              f"failed earlier ({f}); the env is unusable: close() it")
+        if f is not None:
+            raise RuntimeError(str(f))
 
     def _finish(self, shards: Any, what: str) -> list[Any]:
         try:
@@ -602,8 +604,10 @@ class ShardedVectorEnv(VectorEnv):
             self._failure = exc
             raise
         except BaseException as exc:  # Ctrl-C mid-call: the workers' replies are unread
-            self._failure = ShardError(0, 0, self.num_envs, f"interrupted during {what} "
-                                       f"({type(exc).__name__})")
+            self._failure = RuntimeError(
+                f"ShardedVectorEnv: {what} was interrupted ({type(exc).__name__}) while the "
+                f"workers were working, so the batch is no longer one consistent step; the "
+                f"env is unusable: close() it")
             raise
 
     def _call_all(self, cmd: str, arg: Any = None) -> list[Any]:
