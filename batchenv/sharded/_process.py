@@ -54,6 +54,7 @@ import numpy as np
 
 from batchenv.sharded._errors import ShardError
 from batchenv.sharded._shard import (
+    DriverGone,
     Shard,
     adopt_buffers,
     pickle_policy,
@@ -195,7 +196,9 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
         except (EOFError, OSError):  # the driver is gone
             break
         try:
-            result = _serve(shard, views, blocks, start, stop, cmd, arg)
+            result = _serve(shard, views, blocks, start, stop, cmd, arg, conn)
+        except DriverGone:
+            break
         except BaseException as exc:  # noqa: BLE001
             reply(("error", _describe(exc)))
         else:
@@ -220,14 +223,15 @@ def _wait_go(go: Any, conn: connection.Connection, poller: _Poller, posted: np.n
 
 
 def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedMemory],
-           start: int, stop: int, cmd: str, arg: Any) -> Any:
+           start: int, stop: int, cmd: str, arg: Any, conn: connection.Connection) -> Any:
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
         _drop_old_trajectories(blocks, {spec[0] for spec in specs.values()})
         rollout = rollout_views({key: _attach(spec, blocks) for key, spec in specs.items()},
                                 start, stop)
-        last, side = shard.collect(policy, steps, rollout)
+        # the driver sends nothing during a rollout: a readable pipe is its end closing
+        last, side = shard.collect(policy, steps, rollout, driver_gone=lambda: conn.poll(0))
         write_out(views, last)
         del side["out"]
         return last.info, side
