@@ -1077,3 +1077,20 @@ def test_an_interrupt_names_no_shard_and_the_env_says_why_it_is_unusable(local: 
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         env.close()
+
+
+@pytest.mark.faults
+def test_a_killed_worker_is_named_while_another_shard_is_still_busy() -> None:
+    """Issue 22 item 8: a killed worker was reported only after the slowest other shard
+    answered (here shard 0 naps for an hour: it was reported as not answering within the
+    timeout, the dead shard 1 only among the others)."""
+    env = ShardedVectorEnv(TroubleCounter, 4, num_workers=2, nap=3600.0, timeout=60)
+    try:
+        env.reset(seed=0)
+        env.step_async(np.array([3, 0, 0, 0]))  # shard 0 naps
+        os.kill(env.worker_pids[1], signal.SIGKILL)
+        with pytest.raises(ShardError, match=r"killed by signal SIGKILL") as err:
+            env.step_wait()
+        assert err.value.shard == 1 and err.value.rows == range(2, 4)
+    finally:
+        env.close()

@@ -446,8 +446,11 @@ class ProcessBackend:
         deadline = None if timeout is None else time.monotonic() + timeout
         replies: list[Any] = []
         failures: list[tuple[int, str, BaseException | None]] = []
-        for k in shards:
-            waited = self._wait_done(k, deadline)
+        for i, k in enumerate(shards):
+            waited = self._wait_done(k, deadline, shards[i + 1:])
+            if isinstance(waited, int):  # a later shard died meanwhile: reported now, not
+                failures.append((waited, self._death(waited, what), None))  # after k
+                break
             message: Any = waited or (("ok", None) if self._control[_STATUS, k] == OK
                                       else self._receive(k, deadline))
             if message == "hung":
@@ -470,18 +473,24 @@ class ProcessBackend:
         """What ``collect`` sends the workers: the pickled policy."""
         return pickle_policy(policy)
 
-    def _wait_done(self, k: int, deadline: float | None) -> str | None:
-        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``)."""
+    def _wait_done(self, k: int, deadline: float | None, later: list[int] = []  # noqa: B006
+                   ) -> str | int | None:
+        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``), or the
+        index of a shard of ``later`` (still to be waited for) that died meanwhile."""
         done = self.resources.done[k]
         if self._poller.take(done, self._control[_DONE_POSTED], k):
             return None
-        proc = self.resources.processes[k]
+        processes = self.resources.processes
+        proc = processes[k]
         while True:
             left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
             if left > 0 and done.acquire(True, left):
                 return None
             if not proc.is_alive():
                 return None if done.acquire(False) else "dead"
+            for j in later:
+                if not processes[j].is_alive():
+                    return j
             if deadline is not None and time.monotonic() >= deadline:
                 return "hung"
 
