@@ -37,6 +37,7 @@ driver is killed.
 
 from __future__ import annotations
 
+import glob
 import multiprocessing as mp
 import os
 import pickle
@@ -258,6 +259,7 @@ class _Resources:
 
     def __init__(self) -> None:
         self.owner = os.getpid()
+        self.token = ""  # the names of this backend's blocks start with it
         _LIVE.add(self)
         self.blocks: list[SharedMemory] = []
         self.processes: list[Any] = []
@@ -307,6 +309,12 @@ class _Resources:
         for block in self.blocks:
             unlink(block)
         self.blocks.clear()
+        if self.token and os.path.isdir("/dev/shm"):  # a block whose creation an interrupt
+            for path in glob.glob(f"/dev/shm/{self.token}*"):  # cut short (Ctrl-C between
+                try:  # the stdlib's create and our bookkeeping) has our name: removed too
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
         self.go.clear()  # the last reference: multiprocessing unlinks the semaphores
         self.done.clear()
 
@@ -375,6 +383,7 @@ class ProcessBackend:
                ) -> None:
         bounds, timeout = self.bounds, self.timeout
         self._token = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}_"
+        self.resources.token = self._token
         self.arrays: dict[str, np.ndarray] = {}
         self._specs: dict[str, tuple] = {}
         for key, (shape, dtype) in layout.items():
