@@ -7,7 +7,8 @@ everything episodic lives here, once:
 * auto-reset in the three Gymnasium modes, ``reset(options={"reset_mask": m})``;
 * time limits (``max_episode_steps``; ``truncated`` apart from ``terminated``);
 * seeding: env i's stream is a function of ``(seed + i)`` alone (:mod:`batchenv.random`);
-* validation of actions, seeds, masks and call order, with errors naming the bad envs;
+* call order (step before reset, closed env); the arguments are checked by
+  :mod:`batchenv.validation`, the front end every vector env of the package shares;
 * ``get_state``/``set_state`` snapshots, pickling, ``render`` plumbing.
 
 See ``docs/writing_envs.md`` for the walkthrough and ``docs/autoreset.md`` for the
@@ -16,23 +17,47 @@ call-by-call semantics of each auto-reset mode.
 
 from __future__ import annotations
 
-import difflib
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import ClosedEnvironmentError, ResetNeeded
-from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from batchenv.random import MAX_SEED, BatchRandom, seed_keys
+from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
+from batchenv.validation import (  # the argument front end, shared with the other vector envs
+    MAX_LISTED,
+    StepBeforeResetError,
+    action_checker,
+    check_autoreset_mode,
+    check_mask,
+    check_max_episode_steps,
+    check_num_envs,
+    check_observation_space,
+    check_options,
+    check_reset,
+    check_seed,
+    check_set_state,
+    check_state_values,
+    is_int,
+    listed,
+    one_attr_value,
+    read_only,
+)
+
+# the names other modules imported from here before batchenv.validation existed
+_listed, _is_int, _check_mask, _check_options = listed, is_int, check_mask, check_options
+_check_num_envs, _check_autoreset_mode = check_num_envs, check_autoreset_mode
+_check_max_episode_steps, _action_checker, _read_only = (
+    check_max_episode_steps, action_checker, read_only)
+_MAX_LISTED, _check_observation_space = MAX_LISTED, check_observation_space
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
@@ -45,26 +70,10 @@ BASE_FIELDS: list[tuple[str, Any]] = [
     #                                DISABLED: frozen until reset(options={"reset_mask": ...})
 ]
 _BASE_NAMES = {name for name, _ in BASE_FIELDS}
-_MAX_LISTED = 10  # env indices listed in an error message
 _USE_CLASS_DEFAULT: Any = object()
 S = TypeVar("S", bound=State)  # an env's state type: State, or its typed subclass
-#: The keys ``BatchEnv.reset(options=...)`` accepts.
-RESET_OPTIONS = ("reset_mask",)
-
-
-class StepBeforeResetError(ResetNeeded, ValueError):
-    """``step`` (or ``render``) was called before the first ``reset``."""
-
-
 class ClosedEnvError(ClosedEnvironmentError, ValueError):
     """A method was called on a closed env."""
-
-
-def _listed(idx: np.ndarray) -> str:
-    """Env indices for an error message: the first few, and how many in all."""
-    shown = ", ".join(str(int(i)) for i in idx[:_MAX_LISTED])
-    more = f", ... ({len(idx)} envs in all)" if len(idx) > _MAX_LISTED else ""
-    return f"[{shown}{more}]"
 
 
 class BatchEnv(VectorEnv, Generic[S]):
@@ -138,11 +147,11 @@ class BatchEnv(VectorEnv, Generic[S]):
         render_mode: str | None = None,
         debug: bool | None = None,
     ) -> None:
-        self.num_envs = _check_num_envs(num_envs, n)
-        self.autoreset_mode = _check_autoreset_mode(autoreset_mode)
+        self.num_envs = check_num_envs(num_envs, n)
+        self.autoreset_mode = check_autoreset_mode(autoreset_mode)
         if max_episode_steps is _USE_CLASS_DEFAULT:
             max_episode_steps = self.default_max_episode_steps
-        self.max_episode_steps = _check_max_episode_steps(max_episode_steps)
+        self.max_episode_steps = check_max_episode_steps(max_episode_steps)
         self.copy = bool(copy)
         self.validate = bool(validate)
         modes = type(self).metadata.get("render_modes", [])
@@ -157,14 +166,14 @@ class BatchEnv(VectorEnv, Generic[S]):
         clash = _BASE_NAMES.intersection(self.state_dtype.names or ())
         if clash:
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
-        _check_observation_space(self.single_observation_space)
+        check_observation_space(self.single_observation_space)
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
         self.action_space = batched_space(self.single_action_space, self.num_envs)
         self.observation_space = batched_space(self.single_observation_space, self.num_envs)
         if self.box_action_bounds not in ("clip", "raise", "pass"):
             raise TypeError(f"{type(self).__name__}.box_action_bounds must be 'clip', 'raise' "
                             f"or 'pass', got {self.box_action_bounds!r}")
-        self._action_check = _action_checker(self.single_action_space, self.num_envs,
+        self._action_check = action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
 
         n_envs = self.num_envs
@@ -262,14 +271,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         :class:`StepBeforeResetError`.
         """
         self._check_open()
-        mask = _check_options(options, self.num_envs)
-        values, given = self._check_seed(seed)
-        if mask is not None and self._needs_reset:
-            if not mask.all():
-                raise StepBeforeResetError(
-                    "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
-                    "unmasked envs have no state yet")
-            mask = None  # an all-True mask is a full reset, as SyncVectorEnv takes it
+        mask, values, given = check_reset(seed, options, self.num_envs, self._needs_reset)
         if not self._seeded:  # first reset: envs without a seed get fresh entropy (drawn
             fresh = self._pending_seeds()  # already if np_random_seed was asked for)
             values[~given] = fresh[~given]
@@ -297,7 +299,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         if self._needs_reset:
             self._check_open()
             raise StepBeforeResetError("step() called before reset(): call reset() first")
-        action = self._action_check(actions) if self.validate else _read_only(actions)
+        action = self._action_check(actions) if self.validate else read_only(actions)
         s = self.state
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
@@ -463,30 +465,13 @@ class BatchEnv(VectorEnv, Generic[S]):
         ``mask``; with ``mask`` only those envs change. A full ``set_state`` also counts as a
         reset (``step`` may follow)."""
         self._check_open()
-        if not isinstance(states, np.ndarray) or states.dtype != self.full_state_dtype:
-            got = states.dtype if isinstance(states, np.ndarray) else type(states).__name__
-            raise TypeError(f"set_state: states must be a structured array of dtype "
-                            f"env.full_state_dtype={self.full_state_dtype}, got {got}")
-        if mask is None:
-            if states.shape != (self.num_envs,):
-                raise ValueError(f"set_state: states must have shape ({self.num_envs},), "
-                                 f"got {states.shape}")
-            self._check_state_values(states, np.arange(self.num_envs))
+        states, idx = check_set_state(states, mask, self.num_envs, self.full_state_dtype,
+                                      self._needs_reset)
+        self._check_state_values(states, np.arange(self.num_envs) if idx is None else idx)
+        if idx is None:
             from_records(self.state, states)
             self._needs_reset = False
         else:
-            mask = _check_mask(mask, self.num_envs, "set_state: mask")
-            idx = np.flatnonzero(mask)
-            if states.shape == (self.num_envs,):
-                states = states[idx]
-            elif states.shape != (len(idx),):
-                raise ValueError(f"set_state: with a mask, states must have shape "
-                                 f"({self.num_envs},) or ({len(idx)},) (one per True entry), "
-                                 f"got {states.shape}")
-            if self._needs_reset:
-                raise StepBeforeResetError("set_state with a mask needs a full reset() or "
-                                           "set_state() first")
-            self._check_state_values(states, idx)
             from_records(self.state, states, idx)
         self._seeded = True
         self.observe(self.state, self._obs)
@@ -503,20 +488,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         return {}
 
     def _check_state_values(self, states: np.ndarray, env_idx: np.ndarray) -> None:
-        problems: dict[str, Any] = {}
-        for name in self.state_dtype.names or ():
-            col = states[name]
-            if col.dtype.kind in "fc":
-                problems[f"field {name!r} is NaN or inf"] = ~np.isfinite(col)
-        problems.update(self.check_state(states))
-        found = []
-        for what, bad in problems.items():
-            bad = np.asarray(bad, dtype=bool).reshape(len(states), -1).any(axis=1)
-            if bad.any():
-                found.append(f"{what} at env indices {_listed(env_idx[bad])}")
-        if found:
-            raise ValueError("set_state: states rejected (nothing was changed): "
-                             + "; ".join(found))
+        check_state_values(self, states, env_idx)
 
     # ------------------------------------------------------------------ helpers
     def _out(self, array: np.ndarray) -> np.ndarray:
@@ -578,7 +550,7 @@ class BatchEnv(VectorEnv, Generic[S]):
         self.__dict__.update(d)
         self._terminated, self._truncated = self._flags  # views again, not copies
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
-        self._action_check = _action_checker(self.single_action_space, self.num_envs,
+        self._action_check = action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
         if d.get("debug"):
             from batchenv.debug import install
@@ -596,25 +568,6 @@ def field_outside(states: np.ndarray, name: str, low: float, high: float
     return f"{name} outside [{low:g}, {high:g}]", (col < lo) | (col > hi)
 
 
-def one_attr_value(name: str, values: Any, num_envs: int) -> Any:
-    """The one value ``set_attr(name, values)`` gives a batch: ``values`` itself, or the
-    entry of a list/tuple of ``num_envs`` equal values (``ValueError`` naming the envs whose
-    value differs from env 0's)."""
-    if not isinstance(values, (list, tuple)):
-        return values
-    if len(values) != num_envs:
-        raise ValueError(f"set_attr: values must be one value or a list/tuple of "
-                         f"num_envs={num_envs} values, got {len(values)} values")
-    first = values[0]
-    differ = [i for i, v in enumerate(values)
-              if v is not first and not data_equivalence(v, first, exact=True)]
-    if differ:
-        raise ValueError(f"set_attr({name!r}): a batched env has one {name!r} shared by "
-                         f"all its envs, so per-env values must be equal; values differ "
-                         f"from env 0's at env indices {_listed(np.array(differ))}")
-    return first
-
-
 def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
     if isinstance(result, tuple) and len(result) == 2:
         got = ", ".join(f"{type(x).__name__} of dtype {np.asarray(x).dtype} and shape "
@@ -625,19 +578,6 @@ def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
         problem = f"got {type(result).__name__}{size}"
     return (f"step_envs must return (reward, terminated): two arrays of shape ({num_envs},), "
             f"numbers and bools; {problem}")
-
-
-#: Observation spaces BatchEnv stores in one array per batch.
-_OBS_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-
-
-def _check_observation_space(space: Any) -> None:
-    if not isinstance(space, _OBS_SPACES):
-        raise TypeError(
-            f"single_observation_space of type {type(space).__name__} is not supported (yet): "
-            f"use a Box (put the parts side by side in one array; "
-            f"gymnasium.spaces.flatten_space shows the layout), Discrete, MultiDiscrete or "
-            f"MultiBinary; got {space}")
 
 
 def batched_space(space: gym.Space, n: int) -> gym.Space:
@@ -659,215 +599,3 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
 
-
-def _read_only(actions: Any) -> np.ndarray:
-    a = np.asarray(actions).view()
-    a.flags.writeable = False
-    return a
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def check_seed(seed: Any, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
-    """The per-env seeds of ``reset(seed=...)``: values (uint64) and which envs got one.
-
-    ``None``: no env; an int ``s``: env i gets ``s + i`` (as ``SyncVectorEnv``); a list of
-    ``num_envs`` ints / ``None``. Shared by ``BatchEnv`` and ``ConcurrentVectorEnv``.
-    """
-    n = num_envs
-    if seed is None:
-        return np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool)
-    if _is_int(seed):
-        seed = int(seed)
-        if not 0 <= seed <= MAX_SEED - n:
-            raise ValueError(f"seed must be an int in [0, {MAX_SEED - n}], got {seed}")
-        return np.arange(n, dtype=np.uint64) + np.uint64(seed), np.ones(n, dtype=bool)
-    if isinstance(seed, (list, tuple, np.ndarray)):
-        if len(seed) != n:
-            raise ValueError(f"seed as a list must have num_envs={n} entries, got "
-                             f"{len(seed)}")
-        bad = [i for i, x in enumerate(seed)
-               if not (x is None or (_is_int(x) and 0 <= int(x) <= MAX_SEED))]
-        if bad:
-            raise ValueError(f"seed list entries must be None or ints in [0, {MAX_SEED}]; "
-                             f"bad entries at env indices {_listed(np.array(bad))}")
-        given = np.array([x is not None for x in seed], dtype=bool)
-        values = np.array([0 if x is None else int(x) for x in seed], dtype=np.uint64)
-        return values, given
-    raise TypeError(f"seed must be None, an int or a list of num_envs ints/None, got "
-                    f"{type(seed).__name__}")
-
-
-def _check_num_envs(num_envs: Any, n: Any) -> int:
-    if num_envs is not None and n is not None and num_envs != n:
-        raise ValueError(f"num_envs={num_envs} and n={n} disagree: pass one of them")
-    value = num_envs if num_envs is not None else (n if n is not None else 1)
-    if not _is_int(value):
-        raise TypeError(f"num_envs must be a positive int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"num_envs must be a positive int, got {value}")
-    return int(value)
-
-
-def _check_autoreset_mode(mode: Any) -> AutoresetMode:
-    if isinstance(mode, AutoresetMode):
-        return mode
-    try:
-        return AutoresetMode(mode)
-    except ValueError:
-        raise ValueError(f"autoreset_mode must be an AutoresetMode or one of "
-                         f"{[m.value for m in AutoresetMode]}, got {mode!r}") from None
-
-
-def _check_max_episode_steps(value: Any) -> int | None:
-    if value is None:
-        return None
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"max_episode_steps must be a positive int or None, got {value!r}")
-    return int(value)
-
-
-def _check_mask(mask: Any, num_envs: int, what: str) -> np.ndarray:
-    if not isinstance(mask, np.ndarray):
-        raise TypeError(f"{what} must be a numpy array of dtype bool and shape ({num_envs},), "
-                        f"got {type(mask).__name__}")
-    if mask.dtype != np.bool_:
-        raise TypeError(f"{what} must have dtype bool, got {mask.dtype}")
-    if mask.shape != (num_envs,):
-        raise ValueError(f"{what} must have shape ({num_envs},), got {mask.shape}")
-    return mask
-
-
-def _check_options(options: Any, num_envs: int) -> np.ndarray | None:
-    """The reset mask of ``options`` (None: reset all), validated like SyncVectorEnv."""
-    if options is None:
-        return None
-    if not isinstance(options, Mapping):
-        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown_keys = [key for key in options if key not in RESET_OPTIONS]
-    if unknown_keys:  # refused, not ignored: a misspelt key would silently reset every env
-        unknown = sorted(map(repr, unknown_keys))
-        close = [m for key in unknown_keys if isinstance(key, str)
-                 for m in difflib.get_close_matches(key, RESET_OPTIONS, n=1)]
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"options has unknown keys [{', '.join(unknown)}]{hint}; "
-                         f"BatchEnv.reset accepts only the keys {list(RESET_OPTIONS)}")
-    if "reset_mask" not in options:
-        return None
-    mask = _check_mask(options["reset_mask"], num_envs, "options['reset_mask']")
-    if not mask.any():
-        raise ValueError("options['reset_mask'] must contain at least one True value")
-    return mask
-
-
-def _action_checker(space: gym.Space, num_envs: int, bounds: str
-                    ) -> Callable[[Any], np.ndarray]:
-    """A function validating a batch of actions for ``space``; returns the action array."""
-    if isinstance(space, spaces.Discrete):
-        return _discrete_checker(np.asarray(space.start), np.asarray(space.start + space.n),
-                                 (num_envs,), "Discrete", space)
-    if isinstance(space, spaces.MultiDiscrete):
-        return _discrete_checker(space.start, space.start + space.nvec,
-                                 (num_envs, *space.shape), "MultiDiscrete", space)
-    if isinstance(space, spaces.Box):
-        return _box_checker(space, num_envs, bounds)
-    raise TypeError(f"BatchEnv supports Discrete, MultiDiscrete and Box action spaces, "
-                    f"got {space}")
-
-
-def _bad_rows(bad: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
-
-
-def _discrete_checker(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], kind: str,
-                      space: gym.Space) -> Callable[[Any], np.ndarray]:
-    lo_min, hi_max = int(np.min(low)), int(np.max(high))
-    uniform_bounds = low.size == 1 or (np.all(low == low.flat[0]) and np.all(high == hi_max))
-
-    def check(actions: Any) -> np.ndarray:
-        a = np.asarray(actions)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers for the {kind} action space {space} "
-                            f"(shape {shape}), got dtype {a.dtype}")
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the "
-                             f"{kind} action space {space}, got shape {a.shape}")
-        if lo_min == 0:  # negative ints view as huge unsigned ints; argmax: no reduction
-            u = a.view(a.dtype.str.replace("i", "u"))  # machinery (docs/performance.md)
-            out_of_range = a.size and u.flat[u.argmax()] >= hi_max
-        else:
-            out_of_range = a.min() < lo_min or a.max() >= hi_max
-        if out_of_range or not uniform_bounds:
-            bad = (a < low) | (a >= high)
-            if bad.any():
-                rows = _bad_rows(bad)
-                raise ValueError(f"actions out of range for {space} (valid: {low} <= a < "
-                                 f"{high}) at env indices {_listed(rows)}: "
-                                 f"{a[rows[:_MAX_LISTED]].tolist()}")
-        a = a.view()  # the kernel's view cannot change the caller's array
-        a.flags.writeable = False
-        return a
-
-    return check
-
-
-def _box_checker(space: spaces.Box, num_envs: int, bounds: str
-                 ) -> Callable[[Any], np.ndarray]:
-    shape = (num_envs, *space.shape)
-    low = space.low.astype(space.dtype)
-    high = space.high.astype(space.dtype)
-    buffer = np.zeros(shape, dtype=space.dtype)
-    read_only = buffer.view()  # what the kernel gets: it cannot change the actions
-    read_only.flags.writeable = False
-    integer_box = space.dtype.kind in "iu"
-    dtype_range = np.iinfo(space.dtype.name) if integer_box else None
-    lowest, highest = (int(dtype_range.min), int(dtype_range.max)) if dtype_range else (0, 0)
-
-    def check(actions: Any) -> np.ndarray:
-        a = np.asarray(actions)
-        if a.dtype.kind not in "fiu":
-            raise TypeError(f"actions must be numbers for the Box action space {space}, "
-                            f"got dtype {a.dtype}")
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape} (num_envs, ...) for the Box "
-                             f"action space {space}, got shape {a.shape}")
-        if integer_box:
-            if a.dtype.kind == "f" and not np.isfinite(a).all():
-                rows = _bad_rows(~np.isfinite(a))
-                raise ValueError(f"actions contain NaN or inf at env indices "
-                                 f"{_listed(rows)}")
-            outside = (a < lowest) | (a > highest)
-            if outside.any():
-                rows = _bad_rows(outside)
-                raise ValueError(f"actions do not fit the action dtype {space.dtype} of "
-                                 f"{space} at env indices {_listed(rows)}")
-        else:
-            # checked after the cast: a finite float64 too large for float32 becomes inf
-            if a.dtype.kind == "f" and a.dtype.itemsize > buffer.itemsize:
-                with np.errstate(over="ignore", invalid="ignore"):  # reported below
-                    np.copyto(buffer, a, casting="unsafe")
-            else:
-                np.copyto(buffer, a, casting="unsafe")
-            if not np.isfinite(buffer).all():
-                bad = ~np.isfinite(buffer)
-                given = np.count_nonzero(~np.isfinite(a[bad])) if a.dtype.kind == "f" else 0
-                overflow = f"values that overflow the action dtype {space.dtype} (to inf)"
-                what = ("NaN or inf" if given == np.count_nonzero(bad) else
-                        overflow if given == 0 else f"NaN or inf, or {overflow}")
-                raise ValueError(f"actions contain {what} at env indices "
-                                 f"{_listed(_bad_rows(bad))}")
-        if bounds == "raise":
-            bad = (a < low) | (a > high)
-            if bad.any():
-                rows = _bad_rows(bad)
-                raise ValueError(f"actions outside the bounds of {space} at env indices "
-                                 f"{_listed(rows)}")
-        if integer_box:
-            np.copyto(buffer, a, casting="unsafe")
-        if bounds == "clip":
-            np.clip(buffer, low, high, out=buffer)
-        return read_only
-
-    return check

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec
+from gymnasium.envs.registration import EnvSpec, load_env_creator
 from gymnasium.vector import VectorEnv
 
 __all__ = ["EnvEntry", "registry", "register", "list_envs", "make", "register_envs",
-           "VECTORIZATIONS"]
+           "resolve", "Resolved", "VECTORIZATIONS"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,52 @@ def _native_entry(env_id: str) -> EnvEntry | None:
     return registry.get(f"batchenv/{env_id}")
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """What an id means to batchenv: the ``BatchEnv`` class, the constructor keywords the id
+    implies (its registered ``kwargs`` and ``max_episode_steps``) and its Gymnasium spec.
+    Made by :func:`resolve`, the one reading of an id that ``make``, sharded ``make`` and
+    ``ShardedVectorEnv`` share."""
+
+    id: str
+    cls: type
+    kwargs: Mapping[str, Any]
+    spec: EnvSpec
+
+    def spec_for(self, num_envs: int, kwargs: Mapping[str, Any]) -> EnvSpec:
+        """The spec of an env made from this id with the caller's ``kwargs``."""
+        return dataclasses.replace(self.spec, kwargs={**self.spec.kwargs, **kwargs,
+                                                      "num_envs": num_envs})
+
+
+def resolve(env_id: str) -> Resolved | None:
+    """The batched env an id names: a native id (or the Gymnasium id it reproduces), or an
+    id registered with ``gymnasium.register(id, vector_entry_point=...)`` whose entry point
+    is a :class:`~batchenv.BatchEnv` subclass (an author's env); ``None`` otherwise."""
+    from batchenv.core import BatchEnv
+
+    entry = _native_entry(env_id)
+    if entry is not None:
+        cls: Any = entry.load()
+        kwargs = dict(entry.kwargs)
+        max_steps = entry.max_episode_steps
+        spec = gym.spec(entry.id) if entry.id in gym.registry else EnvSpec(
+            entry.id, vector_entry_point=entry.entry_point, kwargs=dict(entry.kwargs),
+            max_episode_steps=max_steps)
+    else:
+        found = gym.registry.get(env_id)
+        if found is None or found.vector_entry_point is None:
+            return None
+        spec, point = found, found.vector_entry_point
+        cls = point if callable(point) else load_env_creator(point)
+        kwargs, max_steps = dict(spec.kwargs), spec.max_episode_steps
+    if not (isinstance(cls, type) and issubclass(cls, BatchEnv)):
+        return None  # someone else's VectorEnv: gymnasium.make_vec builds it
+    if max_steps is not None:  # as make_vec passes it to a vector entry point
+        kwargs.setdefault("max_episode_steps", max_steps)
+    return Resolved(spec.id, cls, kwargs, spec)
+
+
 def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
          num_workers: int | None = None, backend: str | None = None,
          local_shard: bool | None = None, **kwargs: Any) -> VectorEnv:
@@ -114,31 +160,33 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     ``backend`` (``"process"``, the default, or ``"ray"``), shard 0 in this process if
     ``local_shard`` (default False).
     """
-    if num_workers is not None or backend is not None or local_shard is not None:
-        entry = _native_entry(env_id)
-        if entry is None or vectorization not in (None, "native"):
-            raise ValueError(f"num_workers/backend/local_shard shard a native batched env; "
-                             f"{env_id!r} with vectorization={vectorization!r} is not one")
-        from batchenv.sharded import ShardedVectorEnv
-
-        env = ShardedVectorEnv(entry.load(), num_envs, num_workers=num_workers or 1,
-                               backend=backend or "process",
-                               local_shard=False if local_shard is None else local_shard,
-                               **kwargs)
-        env.spec = _spec_for(entry, num_envs, kwargs)
-        return env
     if vectorization is not None and vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
                          f"got {vectorization!r}")
-    entry = _native_entry(env_id)
-    if vectorization in (None, "native") and entry is not None:
-        env = entry.load()(num_envs=num_envs, **{**entry.kwargs, **kwargs})
-        env.spec = _spec_for(entry, num_envs, kwargs)
+    resolved = resolve(env_id) if vectorization in (None, "native") else None
+    if num_workers is not None or backend is not None or local_shard is not None:
+        if resolved is None:
+            raise ValueError(f"num_workers/backend/local_shard shard a batched env (a native "
+                             f"id, or an id registered with gymnasium.register(id, "
+                             f"vector_entry_point=<a BatchEnv subclass>)); {env_id!r} with "
+                             f"vectorization={vectorization!r} is not one")
+        from batchenv.sharded import ShardedVectorEnv
+
+        env: VectorEnv = ShardedVectorEnv(
+            resolved.cls, num_envs, num_workers=num_workers or 1,
+            backend=backend or "process",
+            local_shard=False if local_shard is None else local_shard,
+            **{**resolved.kwargs, **kwargs})
+        env.spec = resolved.spec_for(num_envs, kwargs)
         return env
+    if resolved is not None:
+        env = resolved.cls(num_envs=num_envs, **{**resolved.kwargs, **kwargs})
+        env.spec = resolved.spec_for(num_envs, kwargs)
+        return env
+    entry = _native_entry(env_id)
     spec = gym.registry.get(env_id)
     if vectorization in (None, "native") and spec is not None and spec.vector_entry_point:
-        # an id registered with gymnasium.register(id, vector_entry_point=...): a third-party
-        # batched env (docs/first_env.md); make_vec applies its max_episode_steps
+        # an id whose vector entry point is not a BatchEnv: Gymnasium builds it
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                             **kwargs)
     if vectorization == "native":
@@ -167,11 +215,6 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
     if vectorization == "sync":
         return gym.vector.SyncVectorEnv(env_fns, **vector_kwargs)
     return gym.vector.AsyncVectorEnv(env_fns, **vector_kwargs)
-
-
-def _spec_for(entry: EnvEntry, num_envs: int, kwargs: dict[str, Any]) -> EnvSpec:
-    return dataclasses.replace(gym.spec(entry.id),
-                               kwargs={**entry.kwargs, **kwargs, "num_envs": num_envs})
 
 
 def register_envs() -> None:

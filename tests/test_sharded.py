@@ -607,24 +607,38 @@ import os, sys, time
 import numpy as np
 import batchenv
 
+
+def slow_policy(obs):  # a rollout of 6000 steps then takes a minute at least
+    time.sleep(0.01)
+    return np.zeros(len(obs), np.int64)
+
+
 if __name__ == "__main__":
-    env = batchenv.make("batchenv/Pong-v0", 64, num_workers=2, obs_type="pixels")
+    if sys.argv[1] == "collect":
+        env = batchenv.make("batchenv/Pong-v0", 4, num_workers=2)
+    else:
+        env = batchenv.make("batchenv/Pong-v0", 64, num_workers=2, obs_type="pixels")
     env.reset(seed=0)
     print(" ".join(map(str, env.worker_pids)), flush=True)
+    if sys.argv[1] == "collect":
+        env.collect(slow_policy, 6000)
     while True:
         env.step(np.zeros(64, np.int64))
 """
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
-def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, tmp_path) -> None:
-    """Ctrl-C (SIGINT to the process group) or SIGKILL of the driver alone, mid-loop: the
-    workers exit and /dev/shm holds none of the driver's blocks (after SIGKILL, the
-    stdlib's resource tracker unlinks them)."""
+@pytest.mark.parametrize("call", ["step", pytest.param("collect", marks=pytest.mark.faults)])
+def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, call: str,
+                                                         tmp_path) -> None:
+    """Ctrl-C (SIGINT to the process group) or SIGKILL of the driver alone, mid-loop or
+    mid-rollout: the workers exit and /dev/shm holds none of the driver's blocks (after
+    SIGKILL, the stdlib's resource tracker unlinks them). Issue 22 item 8: mid-rollout, the
+    workers ran the rollout to its end (here: hours) before noticing."""
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(_DRIVER))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), call], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=root,
                             env={**os.environ, "PYTHONPATH": root}, start_new_session=True)
     try:
@@ -632,6 +646,15 @@ def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, tmp_path) -> 
         assert len(pids) == 2
         blocks = glob.glob(f"/dev/shm/{SHM_PREFIX}{proc.pid}_*")
         assert blocks
+        if call == "collect":  # wait for the rollout's last block: the rollout has begun
+            # (a SIGKILL while the stdlib creates a block, before it registers it with the
+            # resource tracker, would leave that block: nothing in the process can help)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any("_traj0_flags" in b for b in blocks):
+                time.sleep(0.05)
+                blocks = glob.glob(f"/dev/shm/{SHM_PREFIX}{proc.pid}_*")
+            assert any("_traj0_flags" in b for b in blocks)
+            time.sleep(0.2)  # past the blocks' registration, into the rollout
         if sig == "SIGINT":  # as a terminal's Ctrl-C does: the whole process group
             os.killpg(proc.pid, signal.SIGINT)
         else:  # the OOM killer's way: the driver alone
@@ -797,3 +820,280 @@ def test_a_failed_start_leaves_nothing_behind() -> None:
 
     with pytest.raises(Exception, match="Local"):
         ShardedVectorEnv(Local, 4, num_workers=2)
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_refused_set_state_changes_no_shard(local: bool) -> None:
+    """Issue 22 item 4: set_state with a bad record in shard 1 is refused before any shard
+    is touched (shard 0's rows unchanged), names the caller's env index (7, not the shard's
+    3), and the env stays usable and equal to the unsharded one."""
+    n = 8
+    ref = BatchPong(n)
+    env = ShardedVectorEnv(BatchPong, n, num_workers=2, local_shard=local)
+    try:
+        ref.reset(seed=3)
+        env.reset(seed=3)
+        before = env.get_state()
+        field = next(f for f in env.full_state_dtype.names
+                     if env.full_state_dtype[f].kind == "f")
+        bad = before.copy()
+        bad[field] += 1  # every row changes...
+        bad[field][7] = np.nan  # ...but row 7 is refused, so nothing may change
+        for mask in (None, np.ones(n, bool)):
+            with pytest.raises(ValueError, match=r"env indices \[7\]"):
+                env.set_state(bad, mask)
+            assert np.array_equal(env.get_state(), before)
+        a = np.zeros(n, np.int64)
+        assert_same_step(ref.step(a), env.step(a), "after the refused set_state")
+    finally:
+        env.close()
+        ref.close()
+
+
+def _mapped_trajectory_blocks(pid: int) -> set[str]:
+    """The trajectory blocks process ``pid`` maps (from /proc: deleted ones too)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {line.split()[5] for line in f
+                if len(line.split()) > 5 and SHM_PREFIX in line and "_traj" in line}
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_collect_lengths_used_again_return_the_rollout(local: bool) -> None:
+    """Issue 22 items 1 and 2: collect of 10, then 20, then 10 steps returns the rollout
+    every time (it returned zeros from every worker shard: workers kept writing into the
+    unlinked block of the first 10), and a worker maps one set of trajectory blocks, not
+    one per length used."""
+    n, kwargs = 8, dict(autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=EPISODE)
+    ref = BatchPong(n, **kwargs)
+    env = ShardedVectorEnv(BatchPong, n, num_workers=2, local_shard=local, **kwargs)
+    try:
+        obs, _ = ref.reset(seed=4)
+        env.reset(seed=4)
+        for length in (10, 20, 10, 5, 20, 10):
+            got = env.collect(chase, length)
+            for t in range(length):
+                a = chase(obs)
+                assert np.array_equal(got.obs[t], obs), (length, t)
+                assert np.array_equal(got.actions[t], a), (length, t)
+                obs, reward, terminated, truncated, _ = ref.step(a)
+                assert np.array_equal(got.rewards[t], reward), (length, t)
+                assert np.array_equal(got.terminated[t], terminated), (length, t)
+                assert np.array_equal(got.truncated[t], truncated), (length, t)
+            assert np.array_equal(got.next_obs, obs)
+            for pid in env.worker_pids:
+                assert len(_mapped_trajectory_blocks(pid)) == 4  # obs, actions, rewards, flags
+    finally:
+        env.close()
+        ref.close()
+
+
+def _fast_kwargs(env_id: str) -> dict:
+    # MinAtar's numba layer compiles in every process; its numpy kernels give the same steps
+    return {"kernels": "numpy"} if "MinAtar" in env_id else {}
+
+
+@pytest.mark.parametrize("env_id", batchenv.list_envs())
+def test_every_registered_id_sharded_equals_unsharded(env_id: str) -> None:
+    """Issue 22 item 10: make(id, n, num_workers=2) builds what make(id, n) builds: the
+    id's registered kwargs kept (MinAtar-*-v1's minimal_action_set), the same spaces and
+    spec, the same first steps."""
+    n, kwargs = 4, _fast_kwargs(env_id)
+    ref = batchenv.make(env_id, n, **kwargs)
+    env = batchenv.make(env_id, n, num_workers=2, local_shard=True, **kwargs)
+    try:
+        assert env.single_action_space == ref.single_action_space
+        assert env.single_observation_space == ref.single_observation_space
+        assert env.spec == ref.spec
+        assert np.array_equal(ref.reset(seed=1)[0], env.reset(seed=1)[0])
+        ref.action_space.seed(2)
+        for t in range(3):
+            a = ref.action_space.sample()
+            assert_same_step(ref.step(a), env.step(a), f"{env_id} step {t}")
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_an_authors_registered_id_is_sharded_with_its_kwargs() -> None:
+    """Issue 22 item 9: an id registered with gymnasium.register(..., vector_entry_point=)
+    is sharded by make(..., num_workers=2) and by ShardedVectorEnv(id, ...), keeping the
+    id's kwargs and max_episode_steps, with the same results as unsharded."""
+    import gymnasium as gym
+
+    gym.register("you/Counter-v0", vector_entry_point=CounterEnv, max_episode_steps=4,
+                 kwargs={"max_count": 3})
+    try:
+        ref = batchenv.make("you/Counter-v0", 5)
+        assert type(ref) is CounterEnv and ref.max_episode_steps == 4
+        for env in (batchenv.make("you/Counter-v0", 5, num_workers=2),
+                    ShardedVectorEnv("you/Counter-v0", 5, num_workers=2)):
+            try:
+                assert env.max_episode_steps == 4
+                assert np.array_equal(ref.reset(seed=0)[0], env.reset(seed=0)[0])
+                for t in range(6):  # through max_count's terminations
+                    a = np.full(5, t % 2)
+                    assert_same_step(ref.step(a), env.step(a), f"step {t}")
+            finally:
+                env.close()
+        with pytest.raises(ValueError, match="not one"):
+            batchenv.make("CartPole-v1", 2, num_workers=2, vectorization="thread")
+    finally:
+        gym.registry.pop("you/Counter-v0")
+        ref.close()
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_an_attribute_typo_leaves_the_env_usable(local: bool) -> None:
+    """Issue 22 item 6: get_attr/call of a missing name raise AttributeError, as the
+    unsharded env does, and the env carries on (it was unusable, every env's state lost);
+    set_attr of a new name makes it readable."""
+    ref = BatchPong(6)
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=2, local_shard=local)
+    try:
+        ref.reset(seed=5)
+        env.reset(seed=5)
+        for bad in (lambda e: e.get_attr("paddle_sped"), lambda e: e.call("rset")):
+            with pytest.raises(AttributeError):
+                bad(ref)
+            with pytest.raises(AttributeError):
+                bad(env)
+        a = np.ones(6, np.int64)
+        assert_same_step(ref.step(a), env.step(a), "after the typo")
+        env.set_attr("note", 3)
+        assert env.get_attr("note") == (3,) * 6
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_two_threads_calling_one_env_get_a_clear_error() -> None:
+    """Issue 22 item 3: while one thread's step waits for the workers, another thread's
+    step raises RuntimeError (it mixed rows of two steps, silently) and changes nothing;
+    the first step's results are the unsharded env's."""
+    import threading
+
+    ref = BatchPong(6)
+    env = ShardedVectorEnv(BatchPong, 6, num_workers=2)
+    try:
+        ref.reset(seed=8)
+        env.reset(seed=8)
+        inside, release = threading.Event(), threading.Event()
+        real_finish = env._backend.finish
+
+        def held_finish(*args, **kwargs):  # the first thread waits here, inside its step
+            inside.set()
+            assert release.wait(30)
+            return real_finish(*args, **kwargs)
+
+        env._backend.finish = held_finish
+        a = np.full(6, 2)
+        results = []
+        first = threading.Thread(target=lambda: results.append(env.step(a)))
+        first.start()
+        assert inside.wait(30)
+        for other in (lambda: env.step(np.zeros(6, np.int64)), env.get_state,
+                      lambda: env.reset(seed=0)):
+            with pytest.raises(RuntimeError, match="another thread"):
+                other()
+        release.set()
+        first.join(30)
+        env._backend.finish = real_finish
+        assert_same_step(ref.step(a), results[0], "the first thread's step")
+        assert np.array_equal(ref.get_state(), env.get_state())
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_pickling_is_refused_with_a_reason() -> None:
+    """Issue 22 item 8: pickling said "Can't pickle local object '_discrete_checker...'"."""
+    import pickle
+
+    env = ShardedVectorEnv(BatchPong, 2, num_workers=1, local_shard=True)
+    try:
+        with pytest.raises(TypeError, match="cannot be pickled: it owns worker processes"):
+            pickle.dumps(env)
+    finally:
+        env.close()
+
+
+_FORKING = """
+import os, sys
+import numpy as np
+from batchenv import BatchPong, ShardedVectorEnv
+
+if __name__ == "__main__":
+    env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
+    env.reset(seed=0)
+    child = os.fork()
+    if child == 0:  # the child uses the inherited object a little, then exits normally
+        env.num_envs
+        sys.exit(0)  # runs the finalizers at exit
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    env.step(np.zeros(4, np.int64))  # the parent's workers are alive and serving
+    env.close()
+    print("parent ok")
+"""
+
+
+def test_a_forked_child_exiting_leaves_the_parents_workers_alone(tmp_path) -> None:
+    """Issue 22 item 5: a child made by os.fork() that exits normally used to stop the
+    parent's workers (ShardError ... SIGTERM in the parent) and print an AssertionError."""
+    script = tmp_path / "forking.py"
+    script.write_text(textwrap.dedent(_FORKING))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", str(script)],
+                          capture_output=True, text=True, cwd=root, timeout=120,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr
+    assert "parent ok" in done.stdout
+    assert "Error" not in done.stderr, done.stderr
+
+
+class Watchdog(Exception):
+    """What a caller's alarm handler raises (a watchdog on a step that takes too long)."""
+
+
+def _raise_watchdog(signum, frame):
+    raise Watchdog
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("local", [False, True])
+def test_an_interrupt_names_no_shard_and_the_env_says_why_it_is_unusable(local: bool) -> None:
+    """Issue 22 item 8: an exception raised in the driver while it waits (an alarm, a
+    Ctrl-C) propagates; later calls say the call was interrupted, without naming shard 0
+    as if it had failed; close() cleans up."""
+    env = ShardedVectorEnv(TroubleCounter, 4, num_workers=2, local_shard=local, nap=5.0)
+    old = signal.signal(signal.SIGALRM, _raise_watchdog)
+    try:
+        env.reset(seed=0)
+        actions = np.array([0, 0, 0, 3])  # shard 1 naps: the driver waits for it
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Watchdog):
+            env.step(actions)
+        with pytest.raises(RuntimeError, match="interrupted") as info:
+            env.step(np.zeros(4, np.int64))
+        assert "shard" not in str(info.value) and not isinstance(info.value, ShardError)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        env.close()
+
+
+@pytest.mark.faults
+def test_a_killed_worker_is_named_while_another_shard_is_still_busy() -> None:
+    """Issue 22 item 8: a killed worker was reported only after the slowest other shard
+    answered (here shard 0 naps for an hour: it was reported as not answering within the
+    timeout, the dead shard 1 only among the others)."""
+    env = ShardedVectorEnv(TroubleCounter, 4, num_workers=2, nap=3600.0, timeout=60)
+    try:
+        env.reset(seed=0)
+        env.step_async(np.array([3, 0, 0, 0]))  # shard 0 naps
+        os.kill(env.worker_pids[1], signal.SIGKILL)
+        with pytest.raises(ShardError, match=r"killed by signal SIGKILL") as err:
+            env.step_wait()
+        assert err.value.shard == 1 and err.value.rows == range(2, 4)
+    finally:
+        env.close()

@@ -131,6 +131,39 @@ class TestLocalRay:
         yield
         ray.shutdown()
 
+    @pytest.mark.faults
+    def test_an_alarm_handlers_exception_is_not_swallowed(self) -> None:
+        """Issue 22 item 7: RayBackend.finish caught every Exception, so an exception a
+        signal handler raised (a watchdog's alarm) was swallowed and the wait went on."""
+        env = ShardedVectorEnv(BatchPong, 4, num_workers=2, backend="ray")
+
+        class Watchdog(Exception):
+            pass
+
+        def bark(signum, frame):
+            raise Watchdog
+
+        old = signal.signal(signal.SIGALRM, bark)
+        try:
+            env.reset(seed=0)
+            backend = env._backend
+            def nap(seconds: float) -> None:  # a local function: Ray pickles it by value
+                time.sleep(seconds)
+
+            slow = ray.remote(num_cpus=0)(nap)
+            for k in range(2):  # calls still running, as a slow rollout's
+                backend._pending[k] = slow.remote(20)
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            with pytest.raises(Exception) as info:  # noqa: B017  (checked below)
+                backend.finish(range(2), what="collect", timeout=60)
+            # Ray's compiled ray.get may wrap it (SystemError, with it as the context)
+            chain = [info.value, info.value.__context__, info.value.__cause__]
+            assert any(isinstance(e, Watchdog) for e in chain), repr(info.value)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            env.close()
+
     @pytest.mark.parametrize("store", [False, True], ids=["shared-memory", "object-store"])
     def test_same_as_unsharded(self, store: bool) -> None:
         before = shm_blocks()

@@ -36,30 +36,31 @@ and a driver busy during ``step_wait``.
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from batchenv.core import (
-    BatchEnv,
-    ClosedEnvError,
+from batchenv.core import BatchEnv, ClosedEnvError, batched_space
+from batchenv.sharded._errors import ShardError
+from batchenv.validation import (
     StepBeforeResetError,
-    _action_checker,
-    _check_mask,
-    _check_num_envs,
-    _check_options,
-    _is_int,
-    batched_space,
-    check_seed,
+    action_checker,
+    check_num_envs,
+    check_reset,
+    check_set_state,
+    check_state_values,
+    is_int,
     one_attr_value,
 )
-from batchenv.sharded._errors import ShardError
 
 __all__ = ["ShardedVectorEnv", "ShardError", "Trajectories", "BACKENDS"]
 
@@ -90,20 +91,43 @@ class Trajectories:
     extras: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def _resolve_env(env: Any) -> type[BatchEnv]:
+def _resolve_env(env: Any) -> tuple[type[BatchEnv], dict[str, Any]]:
+    """The class and the id's constructor keywords (none for a class), read as ``make``
+    reads an id (:func:`batchenv.registration.resolve`)."""
     if isinstance(env, str):
-        from batchenv.registration import _native_entry
+        from batchenv.registration import list_envs, resolve
 
-        entry = _native_entry(env)
-        if entry is None:
-            from batchenv.registration import list_envs
-
-            raise ValueError(f"env must be a BatchEnv subclass or a native env id "
-                             f"({list_envs()}), got {env!r}")
-        env = entry.load()
+        resolved = resolve(env)
+        if resolved is None:
+            raise ValueError(f"env must be a BatchEnv subclass, a native env id "
+                             f"({list_envs()}) or an id registered with gymnasium.register("
+                             f"id, vector_entry_point=<a BatchEnv subclass>), got {env!r}")
+        return resolved.cls, dict(resolved.kwargs)
     if not (isinstance(env, type) and issubclass(env, BatchEnv)):
-        raise TypeError(f"env must be a BatchEnv subclass or a native env id, got {env!r}")
-    return env
+        raise TypeError(f"env must be a BatchEnv subclass or an env id, got {env!r}")
+    return env, {}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _exclusive(method: F) -> F:
+    """One call at a time: a call made while another thread's call on the same env is
+    running raises ``RuntimeError`` (as ``ConcurrentVectorEnv``), instead of mixing the two
+    calls' rows in the shared buffers. (Re-entrant: ``step`` runs ``step_async``.)"""
+    @functools.wraps(method)
+    def run(self: ShardedVectorEnv, *args: Any, **kwargs: Any) -> Any:
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(f"another thread's call on this ShardedVectorEnv is running "
+                               f"({method.__name__} refused, nothing was changed); calls "
+                               f"from several threads must not overlap: give each thread "
+                               f"its own env, or hold a lock around the calls")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+
+    return run  # type: ignore[return-value]
 
 
 class ShardedVectorEnv(VectorEnv):
@@ -143,9 +167,11 @@ class ShardedVectorEnv(VectorEnv):
                  timeout: float | None = None, start_method: str | None = None,
                  ray_options: Mapping[str, Any] | None = None, local_shard: bool = False,
                  **env_kwargs: Any) -> None:
-        env_cls = _resolve_env(env)
-        n = self.num_envs = _check_num_envs(num_envs, None)
-        if not _is_int(num_workers) or not 1 <= num_workers <= n:
+        self._busy = threading.RLock()  # held during a call: see _exclusive
+        env_cls, id_kwargs = _resolve_env(env)
+        env_kwargs = {**id_kwargs, **env_kwargs}  # an id's registered keywords, then the caller's
+        n = self.num_envs = check_num_envs(num_envs, None)
+        if not is_int(num_workers) or not 1 <= num_workers <= n:
             raise ValueError(f"num_workers must be an int in [1, num_envs={n}], got "
                              f"{num_workers!r}")
         if backend not in BACKENDS:
@@ -170,8 +196,10 @@ class ShardedVectorEnv(VectorEnv):
         self.render_mode = template.render_mode
         self.full_state_dtype = template.full_state_dtype
         bounds_rule = template.box_action_bounds
-        template.close()
-        self._action_check = _action_checker(self.single_action_space, n, bounds_rule)
+        #: a one-env instance kept in the driver: its ``check_state`` judges set_state's
+        #: records before any shard is touched
+        self._template = template
+        self._action_check = action_checker(self.single_action_space, n, bounds_rule)
         self._half_checks: list[Callable] = []
 
         #: ``bounds[k]:bounds[k + 1]`` are the rows of shard k.
@@ -180,7 +208,7 @@ class ShardedVectorEnv(VectorEnv):
         self._half_shards = [range(0, half), range(half, self.num_workers)]
         self._half_rows = [(0, self.bounds[half]), (self.bounds[half], n)]
         if half:
-            self._half_checks = [_action_checker(self.single_action_space, b - a, bounds_rule)
+            self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
                                  for a, b in self._half_rows]
 
         obs_space, act_space = self.single_observation_space, self.single_action_space
@@ -224,11 +252,11 @@ class ShardedVectorEnv(VectorEnv):
                 raise
         else:
             self._backend = remote
-        self._finalizer = weakref.finalize(self, self._backend.close)
+        self._finalizer = weakref.finalize(self, _close_in_owner, self._backend, os.getpid())
         self.closed = False
         self._arrays = self._backend.arrays
         self._needs_reset = True
-        self._failure: ShardError | None = None
+        self._failure: Exception | None = None
         self._in_flight = False  # step_async sent, step_wait not yet called
         self._double: dict[str, Any] | None = None  # double-buffered mode's state
 
@@ -251,20 +279,14 @@ class ShardedVectorEnv(VectorEnv):
                 f"num_workers={self.num_workers}, backend={self.backend!r}{local})")
 
     # ------------------------------------------------------------------ Gymnasium API
+    @_exclusive
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """As :meth:`BatchEnv.reset`; shard k gets seed ``seed + a_k`` (or its slice of a
         seed list). Ends the double-buffered mode (waiting for a half in flight)."""
         self._check_usable()
         self._drain()
-        mask = _check_options(options, self.num_envs)
-        check_seed(seed, self.num_envs)  # validation only: BatchEnv's rules and messages
-        if mask is not None and self._needs_reset:
-            if not mask.all():
-                raise StepBeforeResetError(
-                    "reset(options={'reset_mask': ...}) needs a previous full reset(): the "
-                    "unmasked envs have no state yet")
-            mask = None  # an all-True mask is a full reset, as BatchEnv takes it
+        mask, _, _ = check_reset(seed, options, self.num_envs, self._needs_reset)
         shards = []
         for k, (a, b) in enumerate(self._pairs()):
             shard_mask = None if mask is None else mask[a:b]
@@ -280,12 +302,14 @@ class ShardedVectorEnv(VectorEnv):
             _merge_info(info, extra, self.bounds[k], self.num_envs)
         return self._out(self._arrays["obs"]), info
 
+    @_exclusive
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
         """Step every env (see ``docs/autoreset.md``); the shards step in parallel."""
         self.step_async(actions)
         return self.step_wait()
 
+    @_exclusive
     def step_async(self, actions: Any) -> None:
         """Send ``actions`` to the workers and return at once; :meth:`step_wait` collects
         the results. The driver may run other work (a policy on other data) meanwhile."""
@@ -303,6 +327,7 @@ class ShardedVectorEnv(VectorEnv):
             self._backend.start(k, "step")
         self._in_flight = True
 
+    @_exclusive
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                  dict[str, Any]]:
         """The results of the step sent by :meth:`step_async`."""
@@ -313,6 +338,7 @@ class ShardedVectorEnv(VectorEnv):
         replies = self._finish(range(self.num_workers), "step")
         return self._outputs(0, self.num_envs, range(self.num_workers), replies)
 
+    @_exclusive
     def render(self) -> tuple[Any, ...] | None:
         """One frame per env, in env order (``None`` when ``render_mode`` is ``None``)."""
         self._check_usable()
@@ -332,17 +358,26 @@ class ShardedVectorEnv(VectorEnv):
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]  # as Sync's
         """The seed of each env's random stream (as :attr:`BatchEnv.np_random_seed`),
         gathered from the shards."""
+        return self._gather_seeds()
+
+    @_exclusive
+    def _gather_seeds(self) -> tuple[int, ...]:
         self._check_usable()
         self._drain()
         return tuple(x for part in self._call_all("call", ("np_random_seed", (), {}))
                      for x in part)
 
+    @_exclusive
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """As :meth:`BatchEnv.call`: one entry per env. The driver's own attributes
         (``num_envs``, the spaces, ``metadata``, ...) are the whole batch's, returned once
         per env; ``render`` and ``np_random_seed`` give their per-env entries; any other
         name runs on every shard (once per shard) and each env gets its shard's result."""
         self._check_usable()
+        if name not in ("render", "np_random_seed") and name not in self.__dict__:
+            # a missing attribute is refused here, before any shard is asked (as the
+            # unsharded env raises AttributeError and carries on)
+            getattr(self._template, name)
         if name == "render":
             frames = self.render()
             return (None,) * self.num_envs if frames is None else frames
@@ -359,6 +394,7 @@ class ShardedVectorEnv(VectorEnv):
         """The attribute ``name``, one entry per env (:meth:`call`)."""
         return self.call(name)
 
+    @_exclusive
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
         """As :meth:`BatchEnv.set_attr`, on every shard: one value, or ``num_envs`` equal
         values (``ValueError`` names the envs whose value differs from env 0's)."""
@@ -366,6 +402,7 @@ class ShardedVectorEnv(VectorEnv):
         first = one_attr_value(name, values, self.num_envs)
         self._drain()
         self._call_all("set_attr", (name, first))
+        self._template.set_attr(name, first)  # so that call/get_attr know the name
         if name in self.__dict__ and not name.startswith("_"):  # the driver's copy too
             setattr(self, name, first)
 
@@ -376,47 +413,39 @@ class ShardedVectorEnv(VectorEnv):
         self._finalizer()
 
     # ------------------------------------------------------------------ state access
+    @_exclusive
     def get_state(self) -> np.ndarray:
         """The whole batch as records of ``full_state_dtype`` (as :meth:`BatchEnv.get_state`)."""
         self._check_usable()
         self._drain()
         return np.concatenate(self._call_all("get_state"))
 
+    @_exclusive
     def set_state(self, states: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """As :meth:`BatchEnv.set_state`: restore all envs, or (with ``mask``) the masked
         ones; returns the observations of all envs (a copy)."""
         self._check_usable()
         self._drain()
         n = self.num_envs
-        if not isinstance(states, np.ndarray) or states.dtype != self.full_state_dtype:
-            got = states.dtype if isinstance(states, np.ndarray) else type(states).__name__
-            raise TypeError(f"set_state: states must be a structured array of dtype "
-                            f"env.full_state_dtype={self.full_state_dtype}, got {got}")
+        # checked here, in full, before any shard is touched: a refused call changes
+        # nothing anywhere and names batch-wide env indices
+        states, idx = check_set_state(states, mask, n, self.full_state_dtype,
+                                      self._needs_reset)
+        check_state_values(self._template, states, np.arange(n) if idx is None else idx)
         shards: list[int] = []
         args: list[tuple[np.ndarray, np.ndarray | None]] = []
-        if mask is None:
-            if states.shape != (n,):
-                raise ValueError(f"set_state: states must have shape ({n},), got "
-                                 f"{states.shape}")
+        if idx is None:
             for k, (a, b) in enumerate(self._pairs()):
                 shards.append(k)
                 args.append((states[a:b], None))
         else:
-            mask = _check_mask(mask, n, "set_state: mask")
-            idx = np.flatnonzero(mask)
-            if states.shape == (n,):
-                states = states[idx]
-            elif states.shape != (len(idx),):
-                raise ValueError(f"set_state: with a mask, states must have shape ({n},) or "
-                                 f"({len(idx)},) (one per True entry), got {states.shape}")
-            if self._needs_reset:
-                raise StepBeforeResetError("set_state with a mask needs a full reset() or "
-                                           "set_state() first")
+            idx_mask = np.zeros(n, dtype=bool)
+            idx_mask[idx] = True
             first = np.searchsorted(idx, self.bounds)  # compact records of each shard
             for k, (a, b) in enumerate(self._pairs()):
                 if first[k + 1] > first[k]:
                     shards.append(k)
-                    args.append((states[first[k]:first[k + 1]], mask[a:b]))
+                    args.append((states[first[k]:first[k + 1]], idx_mask[a:b]))
         for k, arg in zip(shards, args):
             self._backend.start(k, "set_state", arg)
         self._finish(shards, "set_state")
@@ -425,6 +454,7 @@ class ShardedVectorEnv(VectorEnv):
         return self._arrays["obs"].copy()
 
     # ------------------------------------------------------------------ rollouts
+    @_exclusive
     def collect(self, policy: Callable[[np.ndarray], Any] | None, steps: int
                 ) -> Trajectories:
         """Every worker steps its shard ``steps`` times with ``policy`` and returns the
@@ -444,7 +474,7 @@ class ShardedVectorEnv(VectorEnv):
         self._drain()
         if self._needs_reset:
             raise StepBeforeResetError("collect() called before reset(): call reset() first")
-        if not _is_int(steps) or steps < 1:
+        if not is_int(steps) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         steps = int(steps)
         obs_space, act_space = self.single_observation_space, self.single_action_space
@@ -484,6 +514,7 @@ class ShardedVectorEnv(VectorEnv):
                             final_index=final_index, extras=extras, **out)
 
     # ------------------------------------------------------------------ double buffering
+    @_exclusive
     def async_reset(self, *, seed: int | Sequence[int | None] | None = None,
                     options: Mapping[str, Any] | None = None) -> None:
         """Reset (as :meth:`reset`) and enter the double-buffered mode.
@@ -501,6 +532,7 @@ class ShardedVectorEnv(VectorEnv):
         self.reset(seed=seed, options=options)
         self._double = {"next": 0, "received": None, "in_flight": [False, False]}
 
+    @_exclusive
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The next half's ``(obs, reward, terminated, truncated, info)``, arrays over its
         rows only; ``info["env_id"]`` holds those rows' env indices (as EnvPool)."""
@@ -523,6 +555,7 @@ class ShardedVectorEnv(VectorEnv):
         d["received"], d["next"] = h, 1 - h
         return result
 
+    @_exclusive
     def send(self, actions: Any, env_id: np.ndarray | None = None) -> None:
         """Step the half that :meth:`recv` returned last with ``actions`` (its rows only);
         returns at once. ``env_id``, if given, must be that half's ``info["env_id"]``."""
@@ -542,6 +575,11 @@ class ShardedVectorEnv(VectorEnv):
         d["in_flight"][h] = True
         d["received"] = None
 
+    def __reduce__(self) -> Any:
+        raise TypeError("a ShardedVectorEnv cannot be pickled: it owns worker processes "
+                        "and shared memory; pickle its state (get_state()) or build it "
+                        "again from (env, num_envs, num_workers, ...) in the other process")
+
     # ------------------------------------------------------------------ helpers
     def _pairs(self) -> list[tuple[int, int]]:
         return [(self.bounds[k], self.bounds[k + 1]) for k in range(self.num_workers)]
@@ -552,10 +590,12 @@ class ShardedVectorEnv(VectorEnv):
     def _check_usable(self) -> None:
         if self.closed:
             raise ClosedEnvError("ShardedVectorEnv is closed: make a new env")
-        if self._failure is not None:
-            f = self._failure
+        f = self._failure
+        if isinstance(f, ShardError):
             raise ShardError(f.shard, f.rows.start, f.rows.stop,
                              f"failed earlier ({f}); the env is unusable: close() it")
+        if f is not None:
+            raise RuntimeError(str(f))
 
     def _finish(self, shards: Any, what: str) -> list[Any]:
         try:
@@ -564,8 +604,10 @@ class ShardedVectorEnv(VectorEnv):
             self._failure = exc
             raise
         except BaseException as exc:  # Ctrl-C mid-call: the workers' replies are unread
-            self._failure = ShardError(0, 0, self.num_envs, f"interrupted during {what} "
-                                       f"({type(exc).__name__})")
+            self._failure = RuntimeError(
+                f"ShardedVectorEnv: {what} was interrupted ({type(exc).__name__}) while the "
+                f"workers were working, so the batch is no longer one consistent step; the "
+                f"env is unusable: close() it")
             raise
 
     def _call_all(self, cmd: str, arg: Any = None) -> list[Any]:
@@ -610,12 +652,20 @@ class ShardedVectorEnv(VectorEnv):
                 arrays["flags"][1, a:b], info)
 
 
+def _close_in_owner(backend: Any, owner: int) -> None:
+    """Close the backend, in the process that made it only: a child made by ``os.fork()``
+    inherits the env (and this finalizer, run at its exit) but not the workers, which it
+    must neither stop nor wait for, nor the shared memory, which the parent still uses."""
+    if os.getpid() == owner:
+        backend.close()
+
+
 def _shard_seed(seed: Any, a: int, b: int) -> Any:
     """Shard ``[a, b)``'s seed: ``seed + a`` for an int (so row i still gets ``seed + i``),
     its slice of a list."""
     if seed is None:
         return None
-    if _is_int(seed):
+    if is_int(seed):
         return int(seed) + a
     return [None if x is None else int(x) for x in list(seed)[a:b]]
 

@@ -37,6 +37,7 @@ driver is killed.
 
 from __future__ import annotations
 
+import glob
 import multiprocessing as mp
 import os
 import pickle
@@ -45,6 +46,7 @@ import signal
 import sys
 import time
 import traceback
+import weakref
 from multiprocessing import connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
@@ -53,6 +55,7 @@ import numpy as np
 
 from batchenv.sharded._errors import ShardError
 from batchenv.sharded._shard import (
+    DriverGone,
     Shard,
     adopt_buffers,
     pickle_policy,
@@ -63,6 +66,7 @@ from batchenv.sharded._shard import (
 
 #: Prefix of every shared-memory block this module creates (``/dev/shm/<prefix>...``).
 SHM_PREFIX = "batchenv_"
+_TRAJ = "_traj"  # in the names of collect's trajectory blocks
 _JOIN_SECONDS = 2.0  # a worker asked to exit gets this long before terminate()
 _KILL_SECONDS = 1.0  # ... and this long after terminate() before kill()
 
@@ -193,7 +197,9 @@ def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[s
         except (EOFError, OSError):  # the driver is gone
             break
         try:
-            result = _serve(shard, views, blocks, start, stop, cmd, arg)
+            result = _serve(shard, views, blocks, start, stop, cmd, arg, conn)
+        except DriverGone:
+            break
         except BaseException as exc:  # noqa: BLE001
             reply(("error", _describe(exc)))
         else:
@@ -218,13 +224,15 @@ def _wait_go(go: Any, conn: connection.Connection, poller: _Poller, posted: np.n
 
 
 def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedMemory],
-           start: int, stop: int, cmd: str, arg: Any) -> Any:
+           start: int, stop: int, cmd: str, arg: Any, conn: connection.Connection) -> Any:
     if cmd == "collect":
         policy_bytes, steps, specs = arg
         policy = None if policy_bytes is None else pickle.loads(policy_bytes)
+        _drop_old_trajectories(blocks, {spec[0] for spec in specs.values()})
         rollout = rollout_views({key: _attach(spec, blocks) for key, spec in specs.items()},
                                 start, stop)
-        last, side = shard.collect(policy, steps, rollout)
+        # the driver sends nothing during a rollout: a readable pipe is its end closing
+        last, side = shard.collect(policy, steps, rollout, driver_gone=lambda: conn.poll(0))
         write_out(views, last)
         del side["out"]
         return last.info, side
@@ -233,11 +241,26 @@ def _serve(shard: Shard, views: dict[str, np.ndarray], blocks: dict[str, SharedM
     return shard.run(cmd, arg, views)
 
 
+def _drop_old_trajectories(blocks: dict[str, SharedMemory], current: set[str]) -> None:
+    """Unmap the trajectory blocks of earlier ``collect`` lengths (the driver unlinked
+    them when it made the new ones): each use has its own names, so a worker never writes
+    into a block the driver no longer reads, and holds one set of blocks at a time."""
+    for name in [name for name in blocks if _TRAJ in name and name not in current]:
+        block = blocks.pop(name)
+        try:
+            block.close()
+        except BufferError:  # a view still alive; the mapping goes with it
+            pass
+
+
 class _Resources:
     """What a process backend holds, released once (``weakref.finalize`` target: it must
-    not reference the env)."""
+    not reference the env), by the process that made it only."""
 
     def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.token = ""  # the names of this backend's blocks start with it
+        _LIVE.add(self)
         self.blocks: list[SharedMemory] = []
         self.processes: list[Any] = []
         self.conns: list[connection.Connection] = []
@@ -246,7 +269,22 @@ class _Resources:
         self.control: np.ndarray | None = None
         self.hung: set[int] = set()  # shards that timed out: killed without waiting
 
+    def disown(self) -> None:
+        """In a child made by ``os.fork()``: let go of the parent's workers and blocks
+        without touching them. multiprocessing would otherwise terminate the parent's
+        daemonic workers at the child's exit (it lists them as the child's own, inherited
+        from the parent), and the blocks' finalizers would fail on the arrays' views."""
+        from multiprocessing import process
+
+        for proc in self.processes:
+            process._children.discard(proc)  # type: ignore[attr-defined]
+        for block in self.blocks:  # the arrays' views keep the mapping while they live
+            block._buf = block._mmap = None  # type: ignore[attr-defined]
+        self.blocks = []
+
     def release(self) -> None:
+        if os.getpid() != self.owner:  # a forked child: the parent owns all this
+            return
         for k in self.hung:
             self.processes[k].kill()
         for k, proc in enumerate(self.processes):
@@ -271,8 +309,25 @@ class _Resources:
         for block in self.blocks:
             unlink(block)
         self.blocks.clear()
+        if self.token and os.path.isdir("/dev/shm"):  # a block whose creation an interrupt
+            for path in glob.glob(f"/dev/shm/{self.token}*"):  # cut short (Ctrl-C between
+                try:  # the stdlib's create and our bookkeeping) has our name: removed too
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
         self.go.clear()  # the last reference: multiprocessing unlinks the semaphores
         self.done.clear()
+
+
+_LIVE: weakref.WeakSet[_Resources] = weakref.WeakSet()  # for the fork hook below
+
+
+def _disown_in_child() -> None:
+    for resources in list(_LIVE):
+        resources.disown()
+
+
+os.register_at_fork(after_in_child=_disown_in_child)
 
 
 def shared_array(block: SharedMemory, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -328,11 +383,13 @@ class ProcessBackend:
                ) -> None:
         bounds, timeout = self.bounds, self.timeout
         self._token = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}_"
+        self.resources.token = self._token
         self.arrays: dict[str, np.ndarray] = {}
         self._specs: dict[str, tuple] = {}
         for key, (shape, dtype) in layout.items():
             self.arrays[key], self._specs[key] = self._new_array(key, shape, dtype)
         self._traj: tuple[int, dict[str, np.ndarray], dict[str, tuple]] | None = None
+        self._traj_uses = 0  # sets of trajectory blocks made so far: numbers their names
         method = start_method or default_start_method()
         if method == "fork":
             raise ValueError("start_method='fork' is not supported (fork after threads "
@@ -398,8 +455,11 @@ class ProcessBackend:
         deadline = None if timeout is None else time.monotonic() + timeout
         replies: list[Any] = []
         failures: list[tuple[int, str, BaseException | None]] = []
-        for k in shards:
-            waited = self._wait_done(k, deadline)
+        for i, k in enumerate(shards):
+            waited = self._wait_done(k, deadline, shards[i + 1:])
+            if isinstance(waited, int):  # a later shard died meanwhile: reported now, not
+                failures.append((waited, self._death(waited, what), None))  # after k
+                break
             message: Any = waited or (("ok", None) if self._control[_STATUS, k] == OK
                                       else self._receive(k, deadline))
             if message == "hung":
@@ -422,18 +482,24 @@ class ProcessBackend:
         """What ``collect`` sends the workers: the pickled policy."""
         return pickle_policy(policy)
 
-    def _wait_done(self, k: int, deadline: float | None) -> str | None:
-        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``)."""
+    def _wait_done(self, k: int, deadline: float | None, later: list[int] = []  # noqa: B006
+                   ) -> str | int | None:
+        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``), or the
+        index of a shard of ``later`` (still to be waited for) that died meanwhile."""
         done = self.resources.done[k]
         if self._poller.take(done, self._control[_DONE_POSTED], k):
             return None
-        proc = self.resources.processes[k]
+        processes = self.resources.processes
+        proc = processes[k]
         while True:
             left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
             if left > 0 and done.acquire(True, left):
                 return None
             if not proc.is_alive():
                 return None if done.acquire(False) else "dead"
+            for j in later:
+                if not processes[j].is_alive():
+                    return j
             if deadline is not None and time.monotonic() >= deadline:
                 return "hung"
 
@@ -479,7 +545,11 @@ class ProcessBackend:
                   "flags": ((2, steps, n), np.bool_)}
         arrays, specs = {}, {}
         for key, (shape, dtype) in layout.items():
-            arrays[key], specs[key] = self._new_array(f"traj{steps}_{key}", shape, dtype)
+            # a new name for every new set of blocks (never a name used before): a worker
+            # attaches by name, so a reused name would leave it on the unlinked old block
+            arrays[key], specs[key] = self._new_array(
+                f"{_TRAJ}{self._traj_uses}_{key}", shape, dtype)
+        self._traj_uses += 1
         self._traj = (steps, arrays, specs)
         return arrays, specs
 

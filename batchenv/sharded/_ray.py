@@ -207,7 +207,7 @@ class RayBackend:
     def finish(self, shards: Any, *, what: str = "step", timeout: float | None = None
                ) -> list[Any]:
         ray = self.ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+        from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 
         shards = list(shards)
         timeout = self.timeout if timeout is None else timeout
@@ -215,8 +215,8 @@ class RayBackend:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:  # the usual case, in one call; ray.wait one by one costs ~0.1 ms per shard
             values = ray.get(list(refs), timeout=timeout)
-        except Exception:  # noqa: BLE001  (which shard, and how: sorted out below)
-            pass
+        except RayError:  # which shard, and how: sorted out below (anything else, such as
+            pass  # a signal handler's exception, is the caller's and propagates)
         else:
             return [self._absorb(k, value) for k, value in zip(shards, values)]
         replies: dict[int, Any] = {}

@@ -5,11 +5,22 @@ free of transport so that all of them run the same code."""
 from __future__ import annotations
 
 import pickle
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from batchenv.core import BatchEnv, _action_checker
+from batchenv.core import BatchEnv
+from batchenv.validation import action_checker
+
+#: Seconds between a worker's checks that its driver is still there, during a rollout.
+CHECK_SECONDS = 0.05
+
+
+class DriverGone(Exception):
+    """A worker noticed mid-rollout that its driver is gone."""
+
 
 #: info keys that the driver assembles itself (from the final-observation buffers).
 STANDARD_INFO = ("final_obs", "_final_obs", "final_info", "_final_info")
@@ -133,7 +144,7 @@ class Shard:
         self.obs: np.ndarray | None = None  # the latest observation (a view of env buffers)
         self.policy: Any = None
         self._out: dict[str, np.ndarray] | None = None  # collect's arrays, when it owns them
-        self._check = _action_checker(self.env.single_action_space, num_rows,
+        self._check = action_checker(self.env.single_action_space, num_rows,
                                       self.env.box_action_bounds)
 
     def reset(self, seed: Any, mask: np.ndarray | None) -> StepOut:
@@ -189,12 +200,17 @@ class Shard:
     def set_attr(self, name: str, value: Any) -> None:
         self.env.set_attr(name, value)
 
-    def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None
+    def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None,
+                driver_gone: Callable[[], bool] | None = None
                 ) -> tuple[StepOut, dict[str, Any]]:
         """Step ``steps`` times with ``policy`` (``None``: the last one sent), writing into
         ``out`` (views (steps, rows, ...) of obs, actions, rewards, terminated, truncated;
         ``None``: allocate). Returns the last step's outputs and what is not in ``out``:
-        the final observations as (t, local row, obs), the policy's extras, and ``out``."""
+        the final observations as (t, local row, obs), the policy's extras, and ``out``.
+
+        ``driver_gone`` (a process worker's) is asked every ``CHECK_SECONDS``: True stops
+        the rollout with :class:`DriverGone`, so that a killed driver's workers do not run
+        a long rollout to its end."""
         if policy is not None:
             self.policy = policy
         if self.policy is None:
@@ -217,7 +233,12 @@ class Shard:
         final_obs: list[np.ndarray] = []
         extras: dict[str, list] = {}
         last = None
+        next_check = time.monotonic() + CHECK_SECONDS
         for t in range(steps):
+            if driver_gone is not None and time.monotonic() > next_check:
+                if driver_gone():
+                    raise DriverGone("the driver is gone: rollout abandoned")
+                next_check = time.monotonic() + CHECK_SECONDS
             out["obs"][t] = self.obs
             chosen = self.policy(self.obs)
             if isinstance(chosen, tuple):
