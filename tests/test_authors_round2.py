@@ -237,3 +237,28 @@ def test_gymnasiums_own_warnings_from_wrapper_checks_are_not_passed_on(recwarn):
     check_env("batchenv/Pong-v0")  # DtypeObservation and RescaleObservation warn on its Box
     from_gymnasium = [w for w in recwarn if "gymnasium" in w.filename]
     assert not from_gymnasium, [str(w.message) for w in from_gymnasium]
+
+
+class RecordsObserve(Catch):
+    def observe(self, s, out):
+        self.sizes.append(len(s))
+        super().observe(s, out)
+
+
+@pytest.mark.parametrize("mode, subsets", [("next_step", []), ("same_step", [1, 3]),
+                                           ("disabled", [])])
+def test_observe_gets_the_whole_batch_and_in_same_step_the_rows_that_ended(mode, subsets):
+    # docs/writing_envs.md: whole batch after every reset and step; in SAME_STEP also a copy
+    # of the rows whose episode ended, for final_obs
+    from gymnasium.vector import AutoresetMode
+
+    env = RecordsObserve(4, autoreset_mode=AutoresetMode[mode.upper()])
+    env.sizes = []
+    env.reset(seed=0)
+    env.reset(options={"reset_mask": np.array([True, False, False, False])})
+    env.step(np.ones(4, dtype=np.int64))  # row 0 is one step behind the others
+    env.reset(options={"reset_mask": np.array([False, True, True, True])})
+    env.sizes.clear()
+    for _ in range(9):  # row 0 ends alone at the 8th step, rows 1-3 at the 9th
+        env.step(np.ones(4, dtype=np.int64))
+    assert [k for k in env.sizes if k != 4] == subsets
