@@ -165,7 +165,7 @@ def test_a_kernel_exception_is_chained_and_names_the_authors_line():
     assert f.method == "observe", f
     assert isinstance(f.error, ValueError) and "broadcast" in f.message
     assert f"{__file__}:" in f.message and "in observe: out[:] = rows" in f.message, f.message
-    assert "write every entry of out" in f.hint  # the kernel's hint, not the check's
+    assert "size every array in observe by len(s), not num_envs" in f.hint  # fits the error
     assert isinstance(error.__cause__, ValueError)  # raise ContractError(...) from e
 
 

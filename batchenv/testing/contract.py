@@ -958,13 +958,17 @@ def _author_line(error: BaseException) -> str | None:
     return None
 
 
+#: Per-env kernels (batchenv.perenv): named when an error is raised in one run as Python.
+_PER_ENV_KERNELS = ("reset_env", "step_env", "observe_env")
+
+
 def _method_in_traceback(error: BaseException) -> str | None:
     """The innermost kernel in the error's traceback (not debug mode's wrappers)."""
     found = None
     chain: BaseException | None = error
     while chain is not None and found is None:  # a re-raised error: its cause's frames too
         for frame in traceback.extract_tb(chain.__traceback__):
-            if frame.name in (*KERNELS, "render_envs", "check_state") and \
+            if frame.name in (*KERNELS, *_PER_ENV_KERNELS, "render_envs", "check_state") and \
                     not frame.filename.endswith("debug.py"):
                 found = frame.name
         chain = chain.__cause__
@@ -987,7 +991,11 @@ def _run(c: _Context, name: str, method: str, hint: str, fn: Callable[[_Context]
         if where:
             text += f"\nraised at {where}"
         kernel = _method_in_traceback(e)
-        return Failure(name, kernel or method, _KERNEL_HINTS.get(kernel or "", hint), text, e)
+        hint = _KERNEL_HINTS.get(kernel or "", hint)
+        if kernel and isinstance(e, ValueError) and ("broadcast" in str(e) or "shape" in str(e)):
+            hint = (f"size every array in {kernel} by len(s), not num_envs: kernels are also "
+                    f"called on subsets of rows (the rows being reset, the rows that ended)")
+        return Failure(name, kernel or method, hint, text, e)
     return None
 
 
