@@ -8,7 +8,9 @@ naming the method and the field:
 
 * ``step_envs`` returns exactly ``(reward, terminated)``, arrays of shape ``(num_envs,)``
   (a Python number or a shorter array would be broadcast silently), a reward that float64
-  holds exactly and that is finite, a ``terminated`` that is bool (or 0/1);
+  holds exactly and that is finite, of a float, signed integer or bool dtype (an unsigned
+  one is refused: a negative reward wraps before the base class sees it), a
+  ``terminated`` that is bool (or 0/1);
 * ``observe`` fills every entry of ``out`` (it is run again on two buffers poisoned with
   different bytes: an entry that differs was never written), with values inside
   ``single_observation_space`` that the observation dtype holds without loss (an integer
@@ -208,7 +210,13 @@ def _check_step_result(env: Any, result: Any) -> None:
             raise KernelError(env, "step_envs", f"returned {field} of shape {x.shape}: it must "
                               f"have shape ({n},), one value per env (no broadcasting)")
     reward, terminated = result
-    if reward.dtype.kind not in "biuf" or not np.can_cast(reward.dtype, np.float64):
+    if reward.dtype.kind == "u":
+        raise KernelError(env, "step_envs", f"returned reward of dtype {reward.dtype}: an "
+                          f"unsigned integer cannot hold a negative reward (a -1 computed in "
+                          f"uint8 is already 255 when step_envs returns it, and no cast can "
+                          f"undo that); compute rewards in float64 (or a signed integer "
+                          f"type, or bool)")
+    if reward.dtype.kind not in "bif" or not np.can_cast(reward.dtype, np.float64):
         raise KernelError(env, "step_envs", f"returned reward of dtype {reward.dtype}: "
                           f"it is stored as float64 and must be a real number type float64 "
                           f"holds exactly")

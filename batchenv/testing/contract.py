@@ -15,11 +15,13 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
+import os
 import pickle
 import random
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +50,8 @@ class Failure:
     method: str
     hint: str
     message: str
+    #: The exception the check caught (a kernel's own error), None for a check's finding.
+    error: BaseException | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return (f"- {self.check}: look at {self.method}\n"
@@ -309,7 +313,8 @@ def check_autoreset_next_step(c: _Context) -> None:
             start, _ = twin.reset(options={"reset_mask": done})
             if not _same(obs[done], start[done]):
                 raise _Fail("reset_rows", f"step {t}: the auto-reset step's observations are "
-                            f"not the start states a masked reset gives from the same state")
+                            f"not the start states a masked reset gives from the same state "
+                            f"(env indices {np.flatnonzero(done).tolist()})")
         done = terminated | truncated
     if resets < n:
         raise _Fail("step", f"only {resets} auto-resets in {3 * horizon} steps with "
@@ -408,8 +413,11 @@ def check_reset_mask(c: _Context) -> None:
     fresh = c.make(1)
     fresh.reset(seed=101)
     if not _records_equal(after[1:2], fresh.unwrapped.get_state()):
-        raise _Fail("reset_rows", f"env 1 reset with seed 100 (+1) differs from a fresh batch "
-                    f"of one seeded 101: {_state_diff(after[1:2], fresh.unwrapped.get_state())}")
+        raise _Fail("reset_envs / reset_rows", f"env 1 reset with seed 100 (+1) differs from a "
+                    f"fresh batch of one seeded 101: "
+                    f"{_state_diff(after[1:2], fresh.unwrapped.get_state())}",
+                    "write every field of every row you are given (a field left unwritten "
+                    "keeps the row's old value), from that row's rng draws alone")
 
 
 def check_state_round_trip(c: _Context) -> None:
@@ -440,6 +448,63 @@ def check_state_round_trip(c: _Context) -> None:
     now = env.unwrapped.get_state()
     if not (_records_equal(now[mask], start[mask]) and _records_equal(now[~mask], moved[~mask])):
         raise _Fail("set_state", "set_state with a mask must change exactly the masked envs")
+
+
+def check_fresh_env_round_trip(c: _Context) -> None:
+    """The state taken at an odd step, set into a *fresh* env (made and reset, never
+    stepped), continues exactly as the original: what a kernel keeps on ``self`` between
+    steps (a step counter, a parity, a cache) is not in the state and does not travel."""
+    n = c.num_envs
+    env = c.make(n)
+    env.reset(seed=c.seed)
+    actions = c.actions(env, 2 * c.horizon + 7, seed=4)
+    _rollout(env, actions[:7])  # an odd step: a parity kept on self differs from a fresh one
+    snapshot = env.unwrapped.get_state()
+    fresh = c.make(n)
+    fresh.reset(seed=c.seed + 1)
+    fresh.unwrapped.set_state(snapshot)
+    diff = _first_difference(_rollout(env, actions[7:]), _rollout(fresh, actions[7:]),
+                             "a fresh env given the state at step 7 vs the original")
+    if diff:
+        raise _Fail("step_envs / observe", diff)
+
+
+def check_staggered_episodes(c: _Context) -> None:
+    """Episodes that end at different steps: env i of a batch gets a masked reset at step i
+    (the others stay mid-episode), so time limits and auto-resets come row by row; each row
+    must equal a batch of one seeded seed + i reset at the same step, in NEXT_STEP and
+    SAME_STEP mode (``final_obs`` included). A kernel that sizes an array by ``num_envs``
+    (observe on the rows that just ended) or keeps per-env state on ``self`` fails here."""
+    n, s = c.num_envs, c.seed
+    for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+        big = c.make(n, mode)
+        big.reset(seed=s)
+        ones = [c.make(1, mode) for _ in range(n)]
+        for i, one in enumerate(ones):
+            one.reset(seed=s + i)
+        for t, a in enumerate(c.actions(big, c.horizon + n + 2, seed=5)):
+            if t < n:
+                mask = np.zeros(n, dtype=bool)
+                mask[t] = True
+                obs, _ = big.reset(options={"reset_mask": mask})
+                one_obs, _ = ones[t].reset(options={"reset_mask": np.ones(1, dtype=bool)})
+                if not _same(obs[t], one_obs[0]):
+                    raise _Fail("reset_rows", f"{mode.name}: a masked reset of env {t} at step "
+                                f"{t} starts differently from a batch of one seeded {s + t}")
+            big_out = big.step(a)
+            for i, one in enumerate(ones):
+                one_out = one.step(a[i:i + 1])
+                for name, u, v in zip(("obs", "reward", "terminated", "truncated"),
+                                      big_out[:4], one_out[:4]):
+                    if not _same(u[i], v[0]):
+                        raise _Fail("step_envs", f"{mode.name}, episodes ending at different "
+                                    f"steps: {name} of env {i} differs at step {t} from a "
+                                    f"batch of one seeded {s + i} and reset at the same step")
+                if mode is AutoresetMode.SAME_STEP and one_out[4].get("_final_obs", [False])[0]:
+                    if not _same(big_out[4]["final_obs"][i], one_out[4]["final_obs"][0]):
+                        raise _Fail("observe", f"SAME_STEP, episodes ending at different "
+                                    f"steps: info['final_obs'][{i}] differs at step {t} from "
+                                    f"a batch of one's")
 
 
 def check_copies(c: _Context) -> None:
@@ -709,8 +774,13 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
             why["RescaleObservation"] = "the observation Box is unbounded"
         else:
             use["RescaleObservation"] = lambda e: vw.RescaleObservation(e, -2.0, 2.0)
-        if obs.dtype == np.uint8 and len(obs.shape) == 3 and obs.shape[2] == 3:
+        rgb = obs.dtype == np.uint8 and len(obs.shape) == 3 and obs.shape[2] == 3
+        if rgb and (obs.low == 0).all() and (obs.high == 255).all():
             use["GrayscaleObservation"] = vw.GrayscaleObservation
+        elif rgb:  # a small (H, W, 3) uint8 grid of other values: not an image
+            why["GrayscaleObservation"] = (
+                f"needs RGB observations bounded 0 to 255; these (H, W, 3) uint8 ones are "
+                f"bounded {obs.low.min()} to {obs.high.max()}, so they are not RGB images")
         else:
             why["GrayscaleObservation"] = "needs uint8 (H, W, 3) RGB observations"
         why["ResizeObservation"] = ("needs image observations and opencv" if len(obs.shape) >= 2
@@ -745,9 +815,23 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
     return use, why
 
 
+_GYMNASIUM_DIR = os.path.dirname(gym.__file__)
+
+
 def check_wrappers(c: _Context) -> None:
     """Every gymnasium.wrappers.vector wrapper that applies wraps the env and steps it,
-    leaving the episode structure (flags) alone and observations inside its space."""
+    leaving the episode structure (flags) alone and observations inside its space.
+    Warnings that Gymnasium's own code raises meanwhile (a wrapper's Box lowering float64
+    bounds to float32, ...) concern the wrappers, not the env: they are not passed on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _check_wrappers(c)
+    for w in caught:
+        if not os.path.abspath(w.filename).startswith(_GYMNASIUM_DIR + os.sep):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _check_wrappers(c: _Context) -> None:
     n = c.num_envs
     use, why = _wrappers(c.make(n))
     for name, reason in why.items():
@@ -812,6 +896,12 @@ CHECKS: list[tuple[str, str, str, Callable[[_Context], None]]] = [
      check_reset_mask),
     ("state_round_trip", "get_state / set_state", "keep every piece of per-env state in "
      "state_dtype", check_state_round_trip),
+    ("fresh_env_round_trip", "step_envs / observe", "keep nothing on self between steps "
+     "(a step counter, a parity): everything a step reads must be in state_dtype",
+     check_fresh_env_round_trip),
+    ("staggered_episodes", "step_envs / observe / reset_envs", "size arrays by len(s), never "
+     "num_envs (kernels get subsets: the rows being reset, the rows whose episode ended), and "
+     "keep per-env state in state_dtype", check_staggered_episodes),
     ("copies", "__getstate__ / __setstate__", "keep the env picklable (no open handles "
      "or lambdas in attributes)", check_copies),
     ("set_state_values", "set_state / check_state", "validate before writing anything",
@@ -837,13 +927,48 @@ _KERNEL_HINTS = {
     "reset_rows": "write only s.field[rows], drawing only from rng",
 }
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Library code, whose frames are not the author's (batchenv's own envs are authored code).
+_LIBRARY_DIRS = tuple(os.path.join(d, "") for d in (
+    os.path.dirname(np.__file__), _GYMNASIUM_DIR, os.path.dirname(traceback.__file__)))
+
+
+def _authored(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    if path.startswith(_LIBRARY_DIRS):
+        return False
+    if path.startswith(os.path.join(_PACKAGE_DIR, "")):  # batchenv: only its envs are
+        return path.startswith((os.path.join(_PACKAGE_DIR, "envs", ""),
+                                os.path.join(_PACKAGE_DIR, "testing", "_envs.py")))
+    return True
+
+
+def _author_line(error: BaseException) -> str | None:
+    """Where in the env's own code the error was raised: the innermost frame of its
+    traceback (or its cause's) outside numpy, Gymnasium and batchenv's machinery, as
+    ``file:line in function: source``; None if no frame is the author's."""
+    chain: BaseException | None = error
+    while chain is not None:
+        frames = [f for f in traceback.extract_tb(chain.__traceback__)
+                  if _authored(f.filename)]
+        if frames:
+            f = frames[-1]
+            return f"{f.filename}:{f.lineno} in {f.name}" + (f": {f.line}" if f.line else "")
+        chain = chain.__cause__ or chain.__context__
+    return None
+
+
+#: Per-env kernels (batchenv.perenv): named when an error is raised in one run as Python.
+_PER_ENV_KERNELS = ("reset_env", "step_env", "observe_env")
+
+
 def _method_in_traceback(error: BaseException) -> str | None:
     """The innermost kernel in the error's traceback (not debug mode's wrappers)."""
     found = None
     chain: BaseException | None = error
     while chain is not None and found is None:  # a re-raised error: its cause's frames too
         for frame in traceback.extract_tb(chain.__traceback__):
-            if frame.name in (*KERNELS, "render_envs", "check_state") and \
+            if frame.name in (*KERNELS, *_PER_ENV_KERNELS, "render_envs", "check_state") and \
                     not frame.filename.endswith("debug.py"):
                 found = frame.name
         chain = chain.__cause__
@@ -857,13 +982,28 @@ def _run(c: _Context, name: str, method: str, hint: str, fn: Callable[[_Context]
     except _Fail as f:
         return Failure(name, f.method, f.hint or hint, str(f))
     except KernelError as e:
-        return Failure(name, e.method, _KERNEL_HINTS.get(e.method, hint), str(e))
+        return Failure(name, e.method, _KERNEL_HINTS.get(e.method, hint), str(e), e)
     except Exception as e:  # noqa: BLE001 - every failure is reported, not the first only
         text = f"{type(e).__name__}: {e}"
         if len(text) > _MESSAGE_CHARS:
             text = text[:_MESSAGE_CHARS] + " ..."
-        return Failure(name, _method_in_traceback(e) or method, hint, text)
+        where = _author_line(e)
+        if where:
+            text += f"\nraised at {where}"
+        kernel = _method_in_traceback(e)
+        hint = _KERNEL_HINTS.get(kernel or "", hint)
+        if kernel and isinstance(e, ValueError) and ("broadcast" in str(e) or "shape" in str(e)):
+            hint = (f"size every array in {kernel} by len(s), not num_envs: kernels are also "
+                    f"called on subsets of rows (the rows being reset, the rows that ended)")
+        return Failure(name, kernel or method, hint, text, e)
     return None
+
+
+def _raise(name: str, failures: list[Failure], total: int) -> None:
+    """ContractError listing ``failures``, chained to the first kernel error among them (its
+    traceback shows the author's line)."""
+    cause = next((f.error for f in failures if f.error is not None), None)
+    raise ContractError(name, failures, total) from cause
 
 
 @dataclass
@@ -880,7 +1020,7 @@ class ContractCheck:
     def __call__(self) -> None:
         failure = _run(self.context, self.name, self.method, self.hint, self.fn)
         if failure is not None:
-            raise ContractError(self.context.name, [failure], 1)
+            _raise(self.context.name, [failure], 1)
 
     def __str__(self) -> str:
         return self.name
@@ -924,6 +1064,6 @@ def check_env(env: Any, *, num_envs: int = 8, seed: int = 0, steps: int = 100
     failures = [f for name, method, hint, fn in CHECKS
                 if (f := _run(c, name, method, hint, fn)) is not None]
     if failures:
-        raise ContractError(c.name, failures, len(CHECKS))
+        _raise(c.name, failures, len(CHECKS))
     return ContractReport(c.name, [name for name, *_ in CHECKS if name not in c.skipped],
                           c.skipped, time.perf_counter() - start)

@@ -271,24 +271,19 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
 
     def step_draws(self, s: State, rng: BatchRandom) -> np.ndarray:
         """This step's :attr:`step_words` words per env, draw-major ``(step_words, n)``.
-        Envs that this step resets (NEXT_STEP) give theirs back: a discarded step draws
-        nothing, so a reset's start state depends only on where the stream stood (as a
-        reset by ``reset(options={"reset_mask": ...})`` from the same state)."""
-        words = rng.draws(self.step_words)
-        discarded = self.discarded_rows(s)
-        if discarded is not None:
-            s.rng_counter[discarded] -= np.uint64(self.step_words)
-        return words
+        Every row draws, envs that this step resets (NEXT_STEP) too: the base class gives
+        back whatever a discarded step draws (:meth:`BatchEnv.step` restores their streams
+        before their reset), so a reset's start state depends only on where the stream
+        stood, as a reset by ``reset(options={"reset_mask": ...})`` from the same state."""
+        return rng.draws(self.step_words)
 
     def event_draws(self, s: State, rng: BatchRandom, event: np.ndarray, count: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Draws the reference makes only on an event (a spawn, a crossing): ``count``
-        words, draw-major ``(count, k)``, for the ``k`` rows where ``event`` holds, except
-        rows whose step is discarded (:meth:`discarded_rows`: they draw nothing). Returns
-        ``(rows, words)``; the other rows' streams do not move. Call after
-        :meth:`step_draws`, in the reference's order of draws."""
-        if np.count_nonzero(s.awaiting_reset):
-            event = event & ~s.awaiting_reset
+        words, draw-major ``(count, k)``, for the ``k`` rows where ``event`` holds (rows
+        whose step is discarded too: as for :meth:`step_draws`, the base class gives their
+        words back). Returns ``(rows, words)``; the other rows' streams do not move. Call
+        after :meth:`step_draws`, in the reference's order of draws."""
         rows = event.nonzero()[0]
         return rows, rng.at(rows).draws(count)
 
@@ -303,7 +298,9 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     @staticmethod
     def discarded_rows(s: State) -> np.ndarray | None:
         """The rows whose step result is discarded (None if none): envs awaiting a reset,
-        which NEXT_STEP resets right after the kernel (DISABLED restores them whole)."""
+        which NEXT_STEP resets right after the kernel (DISABLED restores them whole). Their
+        draws need no care (the base class gives them back), but state that a reset keeps
+        does: :func:`sticky_actions` leaves their ``last_action`` alone."""
         over = s.awaiting_reset
         return over.nonzero()[0] if np.count_nonzero(over) else None
 
