@@ -68,8 +68,12 @@ def run_pair(a, b, steps, seed, policy=None):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("cls", GAMES)
+@pytest.mark.parametrize("cls", [pytest.param(cls, marks=pytest.mark.slow)
+                                 if cls.__name__ == "BatchSeaquest" else cls for cls in GAMES])
 def test_numba_equals_numpy_in_every_autoreset_mode(cls, mode):
+    """1,500 steps of each game in each mode (Seaquest's, the longest run of the suite, is
+    marked slow: CI runs it in its ``-m slow`` pass; its shorter runs below stay in the
+    default suite)."""
     a, b = pair(cls, autoreset_mode=mode)
     run_pair(a, b, 1500, seed=7)
 
