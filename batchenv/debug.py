@@ -23,8 +23,10 @@ naming the method and the field:
   ``random``);
 * no kernel leaves NaN or inf in a float state field.
 
-The checks cost several times a kernel's own time: use debug mode while writing an env and
-in its tests (``batchenv.testing.check_env`` turns it on), not for training.
+The checks copy and compare the state around every kernel call, which costs more than the
+kernel itself (the figures: ``docs/performance.md``, "Debug mode"): use debug
+mode while writing an env and in its tests (``batchenv.testing.check_env`` turns it on), not
+for training.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def _listed(idx: np.ndarray) -> str:
 
 def _global_mt_words() -> Callable[[], np.ndarray]:
     """A function returning a copy of numpy's global MT19937 state (624 key words and the
-    position): read in place, ~100x cheaper than ``np.random.get_state()``."""
+    position), read in place: ``np.random.get_state()`` builds a tuple and a fresh array
+    each call (the figures: ``docs/performance.md``, "Layouts and checks")."""
     try:
         bit_generator = np.random.mtrand._rand._bit_generator
         words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)

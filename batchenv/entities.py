@@ -16,8 +16,9 @@ needs, written once (docs/minatar.md shows them at work):
   slots declared as ``k`` scalar state columns, read back as one ``(k, n)`` array.
 
 Why slot-major: a field declared with shape ``(k,)`` is stored ``(n, k)``, and numpy walks
-an ``(n, k)`` array (or the ``[:, :w]`` slots in use) row by row, ``k`` elements at a time:
-at n = 4096 an int8 add over ``(n, 32)[:, :4]`` measured 70x slower than over ``(4, n)``.
+an ``(n, k)`` array (or the ``[:, :w]`` slots in use) row by row, ``k`` elements at a time,
+an inner loop per env, where ``(k, n)`` is ``k`` long contiguous loops (the figures:
+``docs/performance.md``, "Layouts and checks").
 :class:`~batchenv.state.State` keeps consecutive scalar columns of one dtype as consecutive
 rows of one block, so ``k`` columns ``x_0 .. x_{k-1}`` *are* a contiguous ``(k, n)`` array
 (and several such fields in a row, one ``(fields, k, n)`` array). The records of

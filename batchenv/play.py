@@ -10,6 +10,7 @@ P pauses. MinAtar games: the arrow keys (or WASD) move, space fires; MinAtar's 6
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 
@@ -86,12 +87,20 @@ def play_pong(mode: str = "cpu", fps: int = 30, scale: int = 12, points_to_win: 
         raise SystemExit('playing needs pygame: pip install "batchenv[play]" '
                          "(or pip install pygame)") from None
     session = PongSession(mode, scale, points_to_win, seed)
+    return _window_loop(pygame, session, {pygame.K_w: "w", pygame.K_s: "s",
+                                          pygame.K_UP: "up", pygame.K_DOWN: "down"},
+                        fps, steps)
+
+
+def _window_loop(pygame: Any, session: PongSession | MinAtarSession, names: dict[int, str],
+                 fps: int, steps: int | None) -> int:
+    """The pygame loop both games share: the keys of ``names`` held down go to
+    ``session.step`` each frame (P pauses, Esc or closing the window quits); returns 0."""
     frame = session.frame()
     pygame.init()
     try:
         screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
         clock = pygame.time.Clock()
-        names = {pygame.K_w: "w", pygame.K_s: "s", pygame.K_UP: "up", pygame.K_DOWN: "down"}
         paused, count = False, 0
         while steps is None or count < steps:
             for event in pygame.event.get():
@@ -170,30 +179,7 @@ def play_minatar(game: str, fps: int = 8, scale: int = 40, seed: int | None = No
         raise SystemExit('playing needs pygame: pip install "batchenv[play]" '
                          "(or pip install pygame)") from None
     session = MinAtarSession(game, scale, seed, sticky_action_prob)
-    frame = session.frame()
-    pygame.init()
-    try:
-        screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
-        clock = pygame.time.Clock()
-        names = {pygame.K_LEFT: "left", pygame.K_RIGHT: "right", pygame.K_UP: "up",
-                 pygame.K_DOWN: "down", pygame.K_a: "a", pygame.K_d: "d", pygame.K_w: "w",
-                 pygame.K_s: "s", pygame.K_SPACE: "space"}
-        paused, count = False, 0
-        while steps is None or count < steps:
-            for event in pygame.event.get():
-                if event.type == pygame.QUIT or (event.type == pygame.KEYDOWN
-                                                 and event.key == pygame.K_ESCAPE):
-                    return 0
-                if event.type == pygame.KEYDOWN and event.key == pygame.K_p:
-                    paused = not paused
-            if not paused:
-                keys = pygame.key.get_pressed()
-                frame = session.step({name for key, name in names.items() if keys[key]})
-                count += 1
-            pygame.surfarray.blit_array(screen, frame.transpose(1, 0, 2))
-            pygame.display.set_caption(session.status() + ("  [paused]" if paused else ""))
-            pygame.display.flip()
-            clock.tick(fps)
-    finally:
-        pygame.quit()
-    return 0
+    names = {pygame.K_LEFT: "left", pygame.K_RIGHT: "right", pygame.K_UP: "up",
+             pygame.K_DOWN: "down", pygame.K_a: "a", pygame.K_d: "d", pygame.K_w: "w",
+             pygame.K_s: "s", pygame.K_SPACE: "space"}
+    return _window_loop(pygame, session, names, fps, steps)

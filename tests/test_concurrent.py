@@ -324,6 +324,83 @@ def test_cartpole_equals_sync_step_by_step(make, executor, mode):
     ref.close()
 
 
+class MissionSpace(spaces.Space):
+    """A custom space like MiniGrid's ``MissionSpace``: strings, no batching rule of its own
+    (Gymnasium batches it as a ``Tuple`` of copies, its values as a tuple)."""
+
+    def __init__(self, words=("left", "right", "up")):
+        super().__init__(None, None)
+        self.words = words
+
+    def sample(self, mask=None, probability=None):
+        return str(self.np_random.choice(self.words))
+
+    def contains(self, x):
+        return isinstance(x, str) and x.split(" ")[0] in self.words
+
+    def __eq__(self, other):
+        return isinstance(other, MissionSpace) and other.words == self.words
+
+
+class MissionEnv(gym.Env):
+    """Observations with a custom space and a ``Text`` space inside a ``Dict``; the action is a
+    ``Text`` (also batched as a tuple); episodes of 2-4 steps."""
+
+    def __init__(self):
+        self.observation_space = spaces.Dict({"pos": spaces.Box(-50, 50, (2,), np.int64),
+                                              "mission": MissionSpace(),
+                                              "said": spaces.Text(6)})
+        self.action_space = spaces.Text(6)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.pos = 0, self.np_random.integers(-5, 5, 2)
+        self.mission = str(self.np_random.choice(self.observation_space["mission"].words))
+        self.said = "a"
+        return self._obs(), {"mission": self.mission}
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "mission": f"{self.mission} {self.t}", "said": self.said}
+
+    def step(self, action):
+        self.t, self.said = self.t + 1, action
+        self.pos = self.pos + len(action)
+        terminated = self.t >= 2 + int(self.np_random.integers(3))
+        return self._obs(), float(len(action)), terminated, False, {"said": action}
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("mode", MODES)
+def test_text_and_custom_spaces_batch_as_sync_does(make, executor, mode):
+    """Text and custom spaces (MiniGrid's MissionSpace is one) batch as tuples, as in
+    SyncVectorEnv, with the same results step by step."""
+    n = 4
+    ref = SyncVectorEnv([MissionEnv] * n, autoreset_mode=mode)
+    env = make([MissionEnv] * n, executor=executor, autoreset_mode=mode)
+    assert env.observation_space == ref.observation_space
+    assert isinstance(env.observation_space["mission"], spaces.Tuple)
+    assert isinstance(env.action_space, spaces.Tuple) and env.action_space == ref.action_space
+    expected, got = ref.reset(seed=7), env.reset(seed=7)
+    assert_same(expected, got, "reset")
+    assert isinstance(got[0]["mission"], tuple)
+    assert got[0]["mission"] in env.observation_space["mission"]
+    rng = np.random.default_rng(1)
+    ended = 0
+    for t in range(12):
+        actions = tuple("ab"[: int(k)] or "c" for k in rng.integers(0, 3, n))
+        expected, got = ref.step(actions), env.step(actions)
+        assert_steps_equal(expected, got, t)
+        done = expected[2] | expected[3]
+        ended += int(done.sum())
+        if mode is AutoresetMode.DISABLED and done.any():
+            assert_same(ref.reset(options={"reset_mask": done}),
+                        env.reset(options={"reset_mask": done.copy()}), f"masked reset {t}")
+    assert ended > 0
+    with pytest.raises(ValueError, match="actions"):
+        env.step(("a",) * (n - 1))  # one action short
+    ref.close()
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("mode", MODES)
 def test_info_env_equals_sync_step_by_step(make, executor, mode):

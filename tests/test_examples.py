@@ -55,6 +55,7 @@ def check_run(summary: dict, csv_path: Path, low: float, high: float) -> np.ndar
     return returns
 
 
+@pytest.mark.slow  # a learning run
 def test_ppo_cartpole_smoke(tmp_path):
     ppo = load("ppo_cartpole")
     csv_path = tmp_path / "cartpole.csv"
@@ -75,7 +76,8 @@ def test_ppo_cartpole_smoke(tmp_path):
         assert png.stat().st_size > 1000
 
 
-@pytest.mark.parametrize("obs_type", ["state", "pixels"])
+@pytest.mark.parametrize("obs_type", ["state",
+                                      pytest.param("pixels", marks=pytest.mark.slow)])
 def test_ppo_pong_smoke(tmp_path, obs_type):
     ppo = load("ppo_pong")
     csv_path = tmp_path / f"pong_{obs_type}.csv"

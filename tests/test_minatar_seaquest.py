@@ -98,6 +98,7 @@ def test_scripted_policy_reaches_the_top_of_the_ramp(kernels):
     assert max(occupancy) >= 20
 
 
+@pytest.mark.slow  # a long parity run (CI's -m slow pass); the ramp run above stays default
 def test_scripted_policy_with_sticky_actions(kernels):
     env = BatchSeaquest(32, sticky_action_prob=0.1, kernels=kernels)
     res = run(env, SEAQUEST, 900, diver_hunter(env), seed=4, rng=np.random.RandomState(2))
@@ -105,6 +106,7 @@ def test_scripted_policy_with_sticky_actions(kernels):
     assert max(res.returns) >= 10  # enemies shot and a full surfacing's bonus
 
 
+@pytest.mark.slow  # a long parity run (CI's -m slow pass)
 def test_scripted_policy_without_ramping(kernels):
     env = BatchSeaquest(16, difficulty_ramping=False, sticky_action_prob=0.0,
                         kernels=kernels)

@@ -10,12 +10,12 @@ import sys
 
 import numpy as np
 import pytest
+from pong_compare import assert_same_state, make_pair, run_pair, step_pair
 
 from batchenv import BatchPong, PongParams
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.reference import CounterRandom, ReferencePong, seed_key
 from batchenv.reference import pong as reference
-from batchenv.reference.compare import assert_same_state, make_pair, run_pair, step_pair
 
 
 def test_the_reference_imports_nothing_from_the_env():

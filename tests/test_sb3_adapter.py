@@ -210,6 +210,7 @@ def test_gymnasium_sync_vector_env_next_step():
     assert done_count >= 3
 
 
+@pytest.mark.slow  # a learning run
 def test_sb3_ppo_learns_batch_cartpole():
     import torch
     from stable_baselines3 import PPO

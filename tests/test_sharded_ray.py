@@ -15,6 +15,10 @@ from gymnasium.vector import AutoresetMode
 
 from batchenv import BatchPong, ShardedVectorEnv, ShardError
 
+# Ray takes seconds to start per instance, and these are fault suites: marked slow (CI runs
+# them in its `-m slow` pass); under pytest-xdist they stay on one worker (one Ray at a time).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
 N = 21
 EPISODE = 30
 

@@ -308,8 +308,7 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
                                        f"{space}" + "; use observation_mode='different'"
                                        * (what == "observation"))
         self._observations: Any = create_empty_array(self.single_observation_space, n, np.zeros)
-        self._env_obs = list(iterate(self.observation_space, create_empty_array(
-            self.single_observation_space, n, np.zeros)))  # each env's last observation
+        self._env_obs = [_empty_obs(self.single_observation_space)] * n  # each env's last
 
     # ---------------------------------------------------------------------- reset and step --
 
@@ -434,6 +433,18 @@ class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsTy
         env_id = getattr(getattr(getattr(self, "envs", [None])[0], "spec", None), "id", None)
         return (f"{type(self).__name__}({f'{env_id}, ' if env_id else ''}num_envs="
                 f"{getattr(self, 'num_envs', '?')}, executor={getattr(self, 'executor', '?')!r})")
+
+
+def _empty_obs(space: spaces.Space) -> Any:
+    """One env's observation before its first reset: zeros, as ``create_empty_array``; for a
+    space Gymnasium batches as a tuple (``Text``, a custom space such as MiniGrid's
+    ``MissionSpace``), its one-env entry (``None`` for a custom space)."""
+    if isinstance(space, spaces.Dict):
+        return {key: _empty_obs(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(_empty_obs(sub) for sub in space.spaces)
+    one = create_empty_array(space, 1, np.zeros)
+    return one[0] if isinstance(one, (np.ndarray, tuple)) else one
 
 
 def _check_timeout(timeout: Any) -> float | None:

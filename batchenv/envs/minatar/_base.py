@@ -113,7 +113,8 @@ def cubehelix_palette(n_colors: int) -> np.ndarray:
     ``linspace(0, 1, n + 2)[1:-1]``; that colormap is a 256-entry table of Green's cubehelix
     (D. A. Green, "A colour scheme for the display of astronomical intensity images", Bull.
     Astr. Soc. India 39, 289, 2011) with matplotlib's defaults gamma=1, s=0.5, r=-1.5, h=1
-    (``matplotlib._cm._cubehelix``). ``tests/test_minatar_render.py`` checks it against
+    (``matplotlib._cm._cubehelix``).
+    ``tests/test_minatar_env.py::test_palette_is_seaborns_cubehelix`` checks it against
     seaborn."""
     x = np.linspace(0, 1, n_colors + 2)[1:-1]
     t = np.minimum((x * 256).astype(int), 255) / 255.0  # the colormap's table entry

@@ -96,8 +96,9 @@ _SPLAT = np.array(0x0101010101010101, dtype=np.uint64)
 def per_slot(values: np.ndarray) -> np.ndarray:
     """``(n,)`` one-byte values (int8, uint8, bool) repeated over 8 slots: ``(n, 8)`` of
     the same dtype, as ``values[:, None]`` broadcast would give, but as a real array.
-    (numpy runs an ``(n, 8)`` op against an ``(n, 1)`` operand as n inner loops of 8,
-    some 20 times slower than two same-shape arrays; one multiply makes the copy.)"""
+    (numpy runs an ``(n, 8)`` op against an ``(n, 1)`` operand as n inner loops of 8, much
+    slower than two same-shape arrays; one multiply makes the copy. The figures:
+    ``docs/performance.md``, "Layouts and checks".)"""
     words = values.view(np.uint8).astype(np.uint64)
     words *= _SPLAT  # the byte in all 8 bytes of the word
     return words.view(values.dtype).reshape(len(values), 8)

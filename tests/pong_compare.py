@@ -1,5 +1,5 @@
 """Side-by-side stepping of BatchPong and its scalar reference, asserting exact agreement
-(used by tests/test_pong*.py)."""
+(used by tests/test_pong_reference.py; a test helper, not part of the package)."""
 
 from __future__ import annotations
 

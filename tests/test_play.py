@@ -1,0 +1,32 @@
+"""The keyboard-play window (batchenv/play.py), headless: pygame's dummy video driver, a few
+frames of each game through the one window loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from batchenv import play
+
+
+@pytest.mark.parametrize("game", ["pong", "minatar-breakout"])
+def test_window_loop_steps_the_session_and_quits(monkeypatch, game):
+    pytest.importorskip("pygame")  # the `play` extra, in the `test` extra
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    monkeypatch.setenv("SDL_AUDIODRIVER", "dummy")
+    session_cls = play.PongSession if game == "pong" else play.MinAtarSession
+    seen: list[frozenset[str]] = []
+    real_step = session_cls.step
+
+    def step(self, pressed):
+        seen.append(frozenset(pressed))
+        frame = real_step(self, pressed)
+        assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
+        return frame
+
+    monkeypatch.setattr(session_cls, "step", step)
+    if game == "pong":
+        assert play.play_pong(fps=1000, steps=4, seed=0) == 0
+    else:
+        assert play.play_minatar(game, fps=1000, steps=4, seed=0) == 0
+    assert seen == [frozenset()] * 4  # four frames, no key held
