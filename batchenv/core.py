@@ -30,6 +30,7 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from batchenv import perenv
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
@@ -99,6 +100,14 @@ class BatchEnv(VectorEnv, Generic[S]):
         debug: check what every kernel produces and raise naming the method and the field
             (:mod:`batchenv.debug`); ``None`` (default): on when the environment variable
             ``BATCHENV_DEBUG`` is set to anything but ``""``/``"0"``. Off costs nothing.
+        kernels: for an env with per-env kernels (``reset_env``, ``step_env``,
+            ``observe_env``; :mod:`batchenv.perenv`): ``"numba"`` (compiled into one loop
+            with the base class's per-step work), ``"python"`` (the same functions as a
+            Python loop: slow, debuggable), ``"numpy"`` (the class's numpy kernels, if it
+            also has them) or ``"auto"`` (default: numba when installed). ``env.kernels``
+            tells which runs.
+        num_threads: threads of the compiled loop (``kernels="numba"``); default 1.
+            Results are identical for every thread count.
 
     ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
     per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
@@ -125,6 +134,10 @@ class BatchEnv(VectorEnv, Generic[S]):
     #: ``num_envs``): :meth:`call` and :meth:`get_attr` return them as a tuple as they are,
     #: where any other attribute is one value shared by every env (see :meth:`call`).
     per_env_attributes: ClassVar[frozenset[str]] = frozenset({"render", "np_random_seed"})
+    #: Which kernels step this env (``"numpy"``, ``"numba"`` or ``"python"``) and on how
+    #: many threads: set by the constructor's ``kernels`` and ``num_threads``.
+    kernels: str = "numpy"
+    num_threads: int = 1
     #: Per-env seed values of the current streams (see :attr:`np_random_seed`); None until
     #: drawn or given.
     _seed_values: np.ndarray | None = None
@@ -146,6 +159,8 @@ class BatchEnv(VectorEnv, Generic[S]):
         validate: bool = True,
         render_mode: str | None = None,
         debug: bool | None = None,
+        kernels: str = "auto",
+        num_threads: int | None = None,
     ) -> None:
         self.num_envs = check_num_envs(num_envs, n)
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
@@ -188,6 +203,8 @@ class BatchEnv(VectorEnv, Generic[S]):
         self._seeded = False
         self._needs_reset = True  # no state yet: step() before reset() is an error
         self.closed = False
+        #: The per-env kernels' loops (:mod:`batchenv.perenv`), None when numpy kernels run.
+        self._per_env = perenv.bind(self, kernels, num_threads)
         if debug is None:
             debug = os.environ.get("BATCHENV_DEBUG", "") not in ("", "0")
         self.debug = bool(debug)
@@ -300,6 +317,8 @@ class BatchEnv(VectorEnv, Generic[S]):
             self._check_open()
             raise StepBeforeResetError("step() called before reset(): call reset() first")
         action = self._action_check(actions) if self.validate else read_only(actions)
+        if self._per_env is not None and not self.debug:  # the whole step in one pass
+            return self._per_env.step(self, action)
         s = self.state
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
@@ -539,6 +558,10 @@ class BatchEnv(VectorEnv, Generic[S]):
         d = self.__dict__.copy()
         for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated"):  # rebuilt below
             d.pop(rebuilt, None)
+        if d.get("_per_env") is not None:  # compiled loops: bound again below
+            d["_per_env"] = True
+            for name in perenv.BOUND:
+                d.pop(name, None)
         if d.get("debug"):  # the checking wrappers are closures: installed again below
             from batchenv.debug import KERNELS
 
@@ -552,6 +575,9 @@ class BatchEnv(VectorEnv, Generic[S]):
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
+        if d.get("_per_env") is not None:
+            self._per_env = perenv.Runner(self, self.kernels, self.num_threads)
+            perenv.rebind(self, self._per_env)
         if d.get("debug"):
             from batchenv.debug import install
 

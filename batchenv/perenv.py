@@ -1,0 +1,402 @@
+"""Per-env kernels: the rules of *one* env as plain scalar code, run over the whole batch.
+
+The second way to write a :class:`~batchenv.BatchEnv` (the first is vectorized numpy
+kernels). An env class that defines the three static functions
+
+* ``reset_env(p, s, i)``: write row ``i``'s start state;
+* ``step_env(p, s, i, action) -> (reward, terminated)``: advance row ``i`` by one step with
+  its action (a scalar for ``Discrete``, a 1-D array for ``Box``/``MultiDiscrete``);
+* ``observe_env(p, s, i, obs)``: write row ``i``'s observation into ``obs`` (``out[i]``);
+
+gets them compiled by numba into one loop over the batch, the CPU twin of CUDA's SIMT model
+(one program, one lane per env). ``s`` is a namedtuple of the state's field arrays over the
+batch (the base columns too), ``p`` a namedtuple of the instance attributes the class names
+in ``kernel_params`` (read again at every ``reset``). Random draws come from row ``i``'s own
+stream, word for word the words :class:`~batchenv.random.BatchRandom` gives that row
+(:func:`bits`, :func:`random`, :func:`integers`, :func:`uniform`, :func:`bernoulli`,
+:func:`normal`), so both forms share one random scheme. Helpers the kernels call are
+decorated with :func:`rule`.
+
+The base class's own per-step work (time limits, ``terminated``/``truncated``, the three
+auto-reset modes, the observation) runs inside the same compiled loop: a finished env is
+reset in the pass that finishes it (SAME_STEP) or that follows (NEXT_STEP). Without numba
+the same functions run as a plain Python loop: correct, slow, and a breakpoint inside a
+kernel stops there (``kernels="python"`` chooses it on purpose). See
+``docs/writing_envs.md``, "Per-env kernels".
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+if TYPE_CHECKING:
+    from batchenv.core import BatchEnv
+    from batchenv.state import State
+
+__all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal",
+           "numba_available", "PER_ENV_KERNELS", "KERNEL_CHOICES"]
+
+#: The three static functions that make a class a per-env env.
+PER_ENV_KERNELS = ("reset_env", "step_env", "observe_env")
+#: ``kernels=`` values.
+KERNEL_CHOICES = ("auto", "numpy", "numba", "python")
+_MODES = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (``pip install "batchenv[fast]"``)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def _register_jitable(f: Any) -> Any:
+    """numba's ``register_jitable`` when numba is installed, else the function itself."""
+    if not numba_available():  # pragma: no cover (CI installs numba)
+        return f
+    from numba.extending import register_jitable
+
+    return register_jitable(f)
+
+
+def rule(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a helper that per-env kernels call: numba compiles it into the loop (when numba
+    is installed); called from Python it is the plain function."""
+    return _register_jitable(f)
+
+
+# ---------------------------------------------------------------- random draws (row i)
+# batchenv.random's SplitMix64 on one word. uint64 constants: numba would make float64 of a
+# uint64 and a Python int.
+_U = np.uint64
+_GOLDEN = _U(0x9E3779B97F4A7C15)
+_MIX1 = _U(0xBF58476D1CE4E5B9)
+_MIX2 = _U(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = _U(30), _U(27), _U(31), _U(11)
+_ONE = _U(1)
+_TO_UNIT = 2.0**-53
+
+
+@rule
+def bits(s: Any, i: int) -> np.uint64:
+    """Row ``i``'s next raw uint64 word; advances its counter by one."""
+    c = s.rng_counter[i]
+    s.rng_counter[i] = c + _ONE
+    x = s.rng_key[i] + c * _GOLDEN
+    x = (x ^ (x >> _S30)) * _MIX1
+    x = (x ^ (x >> _S27)) * _MIX2
+    return x ^ (x >> _S31)
+
+
+@rule
+def random(s: Any, i: int) -> float:
+    """Uniform float64 in [0, 1) from 53 bits of row ``i``'s next word."""
+    return float((bits(s, i) >> _S11) * _TO_UNIT)
+
+
+@rule
+def uniform(s: Any, i: int, low: float, high: float) -> float:
+    """Uniform in [low, high) (float64), the formula of ``BatchRandom.uniform``."""
+    return float((bits(s, i) >> _S11) * ((high - low) * _TO_UNIT) + low)
+
+
+@rule
+def integers(s: Any, i: int, low: int, high: int) -> int:
+    """An integer uniform in [low, high) (``BatchRandom.integers``: ``low + word % span``)."""
+    return int(np.int64(bits(s, i) % _U(high - low)) + low)
+
+
+@rule
+def bernoulli(s: Any, i: int, prob: float) -> bool:
+    """True with probability ``prob``."""
+    return random(s, i) < prob
+
+
+@rule
+def normal(s: Any, i: int, loc: float, scale: float) -> float:
+    """A Gaussian draw (Box-Muller on two words, as ``BatchRandom.normal``)."""
+    u0 = random(s, i)
+    u1 = random(s, i)
+    r = np.sqrt(-2.0 * np.log1p(-u0))
+    return float(loc + scale * r * np.cos(2.0 * np.pi * u1))
+
+
+# ---------------------------------------------------------------- the loops
+def _make_loops(reset_env: Any, step_env: Any, observe_env: Any, prange: Any,
+                jit_inner: Any) -> dict[str, Any]:
+    """The batch loops around one class's kernels (compiled by the caller, or not)."""
+
+    def step_all(p, s, action, reward, terminated):  # numpy form: step_envs
+        for i in prange(len(reward)):
+            r, t = step_env(p, s, i, action[i])
+            reward[i] = r
+            terminated[i] = t
+
+    def reset_all(p, s):  # numpy form: reset_envs (every row of s)
+        for i in prange(len(s.elapsed_steps)):
+            reset_env(p, s, i)
+
+    def reset_some(p, s, rows):  # numpy form: reset_rows
+        for k in prange(len(rows)):
+            reset_env(p, s, rows[k])
+
+    def observe_all(p, s, out):  # numpy form: observe
+        for i in prange(len(out)):
+            observe_env(p, s, i, out[i])
+
+    def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
+                 max_steps):  # one env's whole step, base class included
+        final[i] = False
+        if s.awaiting_reset[i]:  # its episode is over: the action is ignored
+            if mode == 0:  # NEXT_STEP: reset now (DISABLED: frozen)
+                reset_env(p, s, i)
+                s.elapsed_steps[i] = 0
+                s.awaiting_reset[i] = False
+            reward[i] = 0.0
+            terminated[i] = False
+            truncated[i] = False
+            observe_env(p, s, i, obs[i])
+            return
+        r, t = step_env(p, s, i, action[i])
+        elapsed = s.elapsed_steps[i] + 1
+        s.elapsed_steps[i] = elapsed
+        tr = max_steps > 0 and elapsed >= max_steps
+        reward[i] = r
+        terminated[i] = t
+        truncated[i] = tr
+        if t or tr:
+            if mode == 1:  # SAME_STEP: the final observation, then a new episode
+                observe_env(p, s, i, final_obs[i])
+                final[i] = True
+                reset_env(p, s, i)
+                s.elapsed_steps[i] = 0
+            else:
+                s.awaiting_reset[i] = True
+        observe_env(p, s, i, obs[i])
+
+    step_one = jit_inner(step_one)
+
+    def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, final, mode,
+                   max_steps):  # the whole step in one pass
+        for i in prange(len(reward)):
+            step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final,
+                     mode, max_steps)
+
+    return {"step_all": step_all, "reset_all": reset_all, "reset_some": reset_some,
+            "observe_all": observe_all, "step_fused": step_fused}
+
+
+_COMPILED: dict[tuple[type, str, bool], dict[str, Any]] = {}
+
+
+def _loops(cls: type, how: str, parallel: bool) -> dict[str, Any]:
+    """The loops of ``cls``'s kernels: compiled with numba (``how == "numba"``, made once per
+    class and thread mode; numba compiles each on first call) or plain Python."""
+    key = (cls, how, parallel)
+    loops = _COMPILED.get(key)
+    if loops is None:
+        reset_env, step_env, observe_env = (getattr(cls, name) for name in PER_ENV_KERNELS)
+        if how == "python":
+            loops = _make_loops(reset_env, step_env, observe_env, prange=range,
+                                jit_inner=lambda f: f)
+        else:
+            import numba
+
+            jit = numba.njit(nogil=True)
+            made = _make_loops(jit(reset_env), jit(step_env), jit(observe_env),
+                               prange=numba.prange if parallel else range, jit_inner=jit)
+            loops = {name: numba.njit(nogil=True, parallel=parallel)(f)
+                     for name, f in made.items()}
+        _COMPILED[key] = loops
+    return loops
+
+
+_warned_no_numba: set[type] = set()
+
+
+def has_per_env_kernels(cls: type) -> bool:
+    """Whether ``cls`` defines the per-env kernels (all three)."""
+    present = [callable(getattr(cls, name, None)) for name in PER_ENV_KERNELS]
+    if any(present) and not all(present):
+        missing = [n for n, ok in zip(PER_ENV_KERNELS, present) if not ok]
+        raise TypeError(f"{cls.__name__} defines some per-env kernels but not {missing}: a "
+                        f"per-env env defines all of {list(PER_ENV_KERNELS)}")
+    return all(present)
+
+
+def has_numpy_kernels(cls: type) -> bool:
+    """Whether ``cls`` (below BatchEnv) defines its own numpy kernels."""
+    from batchenv.core import BatchEnv
+
+    return all(getattr(cls, name) is not getattr(BatchEnv, name)
+               for name in ("reset_envs", "step_envs", "observe"))
+
+
+def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
+    """``(kernels, num_threads)`` resolved for ``cls``: which form runs, on how many
+    threads; ValueError/ImportError for a choice the class or the machine cannot run."""
+    if kernels not in KERNEL_CHOICES:
+        raise ValueError(f"kernels must be one of {list(KERNEL_CHOICES)}, got {kernels!r}")
+    per_env = has_per_env_kernels(cls)
+    if num_threads is not None and (not isinstance(num_threads, (int, np.integer))
+                                    or isinstance(num_threads, bool) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+    if not per_env:
+        if kernels in ("numba", "python"):
+            raise ValueError(f"kernels={kernels!r}: {cls.__name__} has no per-env kernels "
+                             f"({', '.join(PER_ENV_KERNELS)}); use kernels='numpy' or 'auto'")
+        if num_threads not in (None, 1):
+            raise ValueError(f"num_threads={num_threads}: {cls.__name__} has numpy kernels, "
+                             f"which run on one thread; num_threads needs per-env kernels")
+        return "numpy", 1
+    if kernels == "numpy" and not has_numpy_kernels(cls):
+        raise ValueError(f"kernels='numpy': {cls.__name__} has only per-env kernels; use "
+                         f"'auto', 'numba' or 'python'")
+    if kernels == "numba" and not numba_available():
+        raise ImportError("kernels='numba' needs numba: pip install 'batchenv[fast]' (or use "
+                          "kernels='python')")
+    if kernels == "auto":
+        if numba_available():
+            kernels = "numba"
+        elif has_numpy_kernels(cls):
+            kernels = "numpy"
+        else:
+            kernels = "python"
+            if cls not in _warned_no_numba:
+                _warned_no_numba.add(cls)
+                warnings.warn(f"{cls.__name__}: numba is not installed, so its per-env "
+                              f"kernels run as a Python loop (correct, slow); pip install "
+                              f"'batchenv[fast]' compiles them", stacklevel=4)
+    threads = 1 if num_threads is None else int(num_threads)
+    if kernels != "numba" and threads != 1:
+        raise ValueError(f"num_threads={threads} needs kernels='numba' (got {kernels!r})")
+    return kernels, threads
+
+
+class Runner:
+    """What a per-env env runs: the loops of its class's kernels, bound as its numpy-form
+    kernels (so that everything built on those, ``check_env``, debug mode, sharding, works
+    unchanged) and as the fused :meth:`step`."""
+
+    def __init__(self, env: BatchEnv, kernels: str, num_threads: int) -> None:
+        cls = type(env)
+        self.kernels = kernels
+        self.num_threads = num_threads
+        self.loops = _loops(cls, kernels, num_threads > 1)
+        names = env.full_state_dtype.names or ()
+        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
+        self.state_tuple: Any = make_tuple(f"{cls.__name__}Fields", names)
+        params = tuple(getattr(cls, "kernel_params", ()))
+        self.param_names = params
+        self.param_tuple: Any = make_tuple(f"{cls.__name__}Params", params) if params \
+            else tuple
+        space = env.single_observation_space
+        if not space.shape:
+            raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
+                            f"a shape (observe_env writes obs = out[i]); got {space}")
+        self.final_obs = np.zeros_like(env._obs)
+        self.final = np.zeros(env.num_envs, dtype=np.bool_)
+        self._fields_of: dict[int, tuple[Any, Any]] = {}
+        self.p: Any = self.params(env)
+
+    def params(self, env: BatchEnv) -> Any:
+        """The namedtuple of ``kernel_params`` values (read at every reset)."""
+        values = [getattr(env, name) for name in self.param_names]
+        return self.param_tuple(*values) if self.param_names else ()
+
+    def fields(self, s: State) -> Any:
+        """``s``'s field arrays as the namedtuple the kernels see (made once per State)."""
+        held = self._fields_of.get(id(s))
+        if held is None or held[0] is not s:
+            if len(self._fields_of) > 8:
+                self._fields_of.clear()
+            held = self._fields_of[id(s)] = (s, self.state_tuple(*(a for _, a in s)))
+        return held[1]
+
+    def _run(self, name: str, *args: Any) -> None:
+        loop = self.loops[name]
+        if self.kernels == "python":
+            with np.errstate(over="ignore"):  # the streams' uint64 arithmetic wraps
+                loop(*args)
+            return
+        if self.num_threads > 1:
+            import numba
+
+            numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+        loop(*args)
+
+    # the numpy-form kernels, as loops over the rows
+    def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
+        self.p = self.params(env)
+        self._run("reset_all", self.p, self.fields(s))
+
+    def reset_rows(self, env: BatchEnv, s: State, rows: np.ndarray, rng: Any) -> None:
+        self.p = self.params(env)
+        self._run("reset_some", self.p, self.fields(s), np.asarray(rows, dtype=np.int64))
+
+    def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        reward = np.zeros(len(action), dtype=np.float64)
+        terminated = np.zeros(len(action), dtype=np.bool_)
+        self._run("step_all", self.p, self.fields(s), action, reward, terminated)
+        return reward, terminated
+
+    def observe(self, env: BatchEnv, s: State, out: np.ndarray) -> None:
+        self._run("observe_all", self.p, self.fields(s), out)
+
+    def step(self, env: BatchEnv, action: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The whole step in one pass (the caller validated ``action``)."""
+        max_steps = env.max_episode_steps or 0
+        self._run("step_fused", self.p, self.fields(env.state), action, env._reward,
+                  env._terminated, env._truncated, env._obs, self.final_obs, self.final,
+                  _MODES[env.autoreset_mode], max_steps)
+        info: dict[str, Any] = {}
+        if env.autoreset_mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
+            done = self.final.nonzero()[0]
+            final_obs = np.full(env.num_envs, None, dtype=object)
+            final_obs[done] = list(self.final_obs[done])
+            info = {"final_obs": final_obs, "_final_obs": self.final.copy(),
+                    "final_info": {}, "_final_info": self.final.copy()}
+        if not env.copy:
+            return env._obs, env._reward, env._terminated, env._truncated, info
+        terminated, truncated = env._flags.copy()
+        return env._obs.copy(), env._reward.copy(), terminated, truncated, info
+
+
+class KernelChoice(NamedTuple):
+    kernels: str
+    num_threads: int
+
+
+def bind(env: BatchEnv, kernels: str, num_threads: int | None) -> Runner | None:
+    """Choose the form for ``env`` and, for per-env kernels, bind their loops as its
+    ``reset_envs``/``reset_rows``/``step_envs``/``observe`` (instance attributes). Returns
+    the :class:`Runner`, or None when the numpy kernels run."""
+    kind, threads = choose(type(env), kernels, num_threads)
+    if kind == "numpy":  # (a subclass may have set its own `kernels` already: MinAtar's)
+        env.__dict__.setdefault("kernels", "numpy")
+        env.__dict__.setdefault("num_threads", 1)
+        return None
+    env.kernels = kind
+    env.num_threads = threads
+    runner = Runner(env, kind, threads)
+    rebind(env, runner)
+    return runner
+
+
+def rebind(env: BatchEnv, runner: Runner) -> None:
+    """Bind ``runner``'s loops as ``env``'s numpy-form kernels (after unpickling too)."""
+    from functools import partial
+
+    for name in ("reset_envs", "reset_rows", "step_envs", "observe"):
+        env.__dict__[name] = partial(getattr(runner, name), env)
+
+
+#: Instance attributes :func:`rebind` sets (dropped when pickling, bound again after).
+BOUND = ("reset_envs", "reset_rows", "step_envs", "observe")

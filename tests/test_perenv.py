@@ -1,0 +1,246 @@
+"""Per-env kernels (batchenv.perenv): a game written for one env, compiled or looped, against
+the same rules written as numpy kernels, in every auto-reset mode; the random functions
+against BatchRandom; thread counts; the errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+import batchenv
+from batchenv import perenv
+from batchenv.random import BatchRandom, seed_keys
+from batchenv.testing import check_env
+
+W, H = 5, 8  # the Catch board
+
+
+class CatchRules(batchenv.BatchEnv):
+    """Catch: a ball falls one row a step from a random column, a paddle on the bottom row
+    moves left/stay/right; +1 caught, -1 missed, and the episode ends. The paddle's speed
+    jitters with a uniform draw every step (so that a discarded step would move the
+    stream)."""
+
+    state_dtype = np.dtype([("ball_x", np.int64), ("ball_y", np.int64), ("paddle", np.int64),
+                            ("drift", np.float64)])
+    single_action_space = spaces.Discrete(3)
+    single_observation_space = spaces.Box(0, 1, (H, W), np.float32)
+    default_max_episode_steps = 6
+    kernel_params = ("miss_reward",)
+
+    def __init__(self, num_envs: int = 1, miss_reward: float = -1.0, **kwargs):
+        self.miss_reward = miss_reward
+        super().__init__(num_envs, **kwargs)
+
+
+class PerEnvCatch(CatchRules):
+    @staticmethod
+    def reset_env(p, s, i):
+        s.ball_x[i] = perenv.integers(s, i, 0, W)
+        s.ball_y[i] = 0
+        s.paddle[i] = W // 2
+        s.drift[i] = 0.0
+
+    @staticmethod
+    def step_env(p, s, i, action):
+        s.drift[i] += perenv.uniform(s, i, -1.0, 1.0)
+        s.paddle[i] = clamp(s.paddle[i] + action - 1, 0, W - 1)
+        s.ball_y[i] += 1
+        if s.ball_y[i] < H - 1:
+            return 0.0, False
+        if s.ball_x[i] == s.paddle[i]:
+            return 1.0, True
+        return p.miss_reward, True
+
+    @staticmethod
+    def observe_env(p, s, i, obs):
+        obs[:] = 0.0
+        obs[s.ball_y[i], s.ball_x[i]] = 1.0
+        obs[H - 1, s.paddle[i]] = 1.0
+
+
+@perenv.rule
+def clamp(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+class NumpyCatch(CatchRules):
+    def reset_envs(self, s, rng):
+        s.ball_x[:] = rng.integers(0, W)
+        s.ball_y[:] = 0
+        s.paddle[:] = W // 2
+        s.drift[:] = 0.0
+
+    def step_envs(self, s, action, rng):
+        s.drift += rng.uniform(-1.0, 1.0)
+        s.paddle[:] = np.clip(s.paddle + action - 1, 0, W - 1)
+        s.ball_y += 1
+        landed = s.ball_y >= H - 1
+        reward = np.where(landed, np.where(s.ball_x == s.paddle, 1.0, self.miss_reward), 0.0)
+        return reward, landed
+
+    def observe(self, s, out):
+        out[:] = 0.0
+        rows = np.arange(len(s))
+        out[rows, s.ball_y, s.ball_x] = 1.0
+        out[rows, H - 1, s.paddle] = 1.0
+
+
+KERNELS = ["numba", "python"]
+
+
+def run_both(kernels, mode, n=13, steps=40, seed=3, **kw):
+    ours = PerEnvCatch(n, autoreset_mode=mode, kernels=kernels, **kw)
+    ref = NumpyCatch(n, autoreset_mode=mode)
+    rng = np.random.default_rng(seed)
+    o1, _ = ours.reset(seed=seed)
+    o2, _ = ref.reset(seed=seed)
+    np.testing.assert_array_equal(o1, o2)
+    for t in range(steps):
+        if t % 7 == 5:  # a masked reset leaves the others mid-episode
+            mask = rng.random(n) < 0.3
+            mask[0] = True
+            o1, _ = ours.reset(options={"reset_mask": mask})
+            o2, _ = ref.reset(options={"reset_mask": mask})
+            np.testing.assert_array_equal(o1, o2)
+        a = rng.integers(0, 3, n)
+        r1, r2 = ours.step(a), ref.step(a)
+        for x, y in zip(r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        assert r1[4].keys() == r2[4].keys()
+        if "final_obs" in r1[4]:
+            np.testing.assert_array_equal(r1[4]["_final_obs"], r2[4]["_final_obs"])
+            for e in np.flatnonzero(r1[4]["_final_obs"]):
+                np.testing.assert_array_equal(r1[4]["final_obs"][e], r2[4]["final_obs"][e])
+        np.testing.assert_array_equal(ours.get_state(), ref.get_state(), err_msg=f"step {t}")
+    return ours
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_per_env_equals_numpy_kernels_in_every_mode(kernels, mode):
+    env = run_both(kernels, mode)
+    assert env.kernels == kernels
+
+
+def test_disabled_mode_frozen_until_masked_reset():
+    run_both("numba", AutoresetMode.DISABLED, steps=60)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_thread_counts_give_identical_results(threads):
+    one = PerEnvCatch(257, num_threads=1)
+    many = PerEnvCatch(257, num_threads=threads)
+    assert many.num_threads == threads
+    one.reset(seed=1)
+    many.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        a = rng.integers(0, 3, 257)
+        for x, y in zip(one.step(a)[:4], many.step(a)[:4]):
+            np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(one.get_state(), many.get_state())
+
+
+def test_kernel_params_are_read_at_reset():
+    env = PerEnvCatch(4, miss_reward=-5.0, max_episode_steps=None)
+    env.reset(seed=0)
+    total = np.zeros(4)
+    for _ in range(H - 1):
+        total += env.step(np.zeros(4, dtype=np.int64))[1]
+    assert set(total.tolist()) <= {1.0, -5.0} and -5.0 in total
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_random_functions_follow_batch_random(kernels):
+    """Row i's draws are BatchRandom's words for row i, in the same order."""
+    n = 6
+    key = seed_keys(np.arange(n, dtype=np.uint64) + 11)
+    counter = np.arange(n, dtype=np.uint64) * 5
+    ref = BatchRandom(key.copy(), counter.copy())
+    want = [ref.bits(), ref.random(), ref.integers(-3, 9), ref.uniform(-2.0, 0.5),
+            ref.random() < 0.4, ref.normal(1.0, 2.0)]
+    import collections
+
+    S = collections.namedtuple("S", ["rng_key", "rng_counter"])
+    s = S(key.copy(), counter.copy())
+    funcs = (perenv.bits, perenv.random, perenv.integers, perenv.uniform, perenv.bernoulli,
+             perenv.normal)
+    if kernels == "numba":
+        import numba
+
+        @numba.njit
+        def draw_all(s, out):
+            for i in range(len(s.rng_key)):
+                out[i, 0] = perenv.bits(s, i)
+                out[i, 1] = perenv.random(s, i)
+                out[i, 2] = perenv.integers(s, i, -3, 9)
+                out[i, 3] = perenv.uniform(s, i, -2.0, 0.5)
+                out[i, 4] = perenv.bernoulli(s, i, 0.4)
+                out[i, 5] = perenv.normal(s, i, 1.0, 2.0)
+
+        got = np.zeros((n, 6), dtype=object)
+        out = np.zeros((n, 6))
+        draw_all(s, out)
+        bits_out = np.zeros(n, dtype=np.uint64)
+
+        @numba.njit
+        def words(s, out):
+            for i in range(len(out)):
+                out[i] = perenv.bits(s, i)
+
+        words(S(key.copy(), counter.copy()), bits_out)
+        got = [bits_out, *out[:, 1:].T]
+    else:
+        with np.errstate(over="ignore"):
+            rows = [[f(s, i, *args) for f, args in zip(
+                funcs, [(), (), (-3, 9), (-2.0, 0.5), (0.4,), (1.0, 2.0)])] for i in range(n)]
+        got = [np.array([r[k] for r in rows]) for k in range(6)]
+    np.testing.assert_array_equal(got[0], want[0])
+    for k in range(1, 5):
+        np.testing.assert_array_equal(np.asarray(got[k], dtype=np.float64),
+                                      np.asarray(want[k], dtype=np.float64))
+    np.testing.assert_allclose(np.asarray(got[5], dtype=np.float64), want[5], rtol=1e-12)
+    np.testing.assert_array_equal(s.rng_counter, ref.counter)
+
+
+def test_check_env_passes_on_a_per_env_env():
+    report = check_env(PerEnvCatch, num_envs=8)  # raises ContractError on a failure
+    assert {"reproducible", "batch_independence", "bad_inputs"} <= set(report.passed)
+
+
+def test_debug_mode_and_pickling_keep_the_per_env_loops():
+    env = PerEnvCatch(5, debug=True)
+    env.reset(seed=2)
+    env.step(np.ones(5, dtype=np.int64))
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.kernels == env.kernels == "numba"
+    a = np.array([0, 1, 2, 1, 0])
+    for x, y in zip(env.step(a)[:4], copy.step(a)[:4]):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_bad_kernel_choices_are_refused():
+    with pytest.raises(ValueError, match="kernels must be one of"):
+        PerEnvCatch(2, kernels="fast")
+    with pytest.raises(ValueError, match="has only per-env kernels"):
+        PerEnvCatch(2, kernels="numpy")
+    with pytest.raises(ValueError, match="no per-env kernels"):
+        NumpyCatch(2, kernels="numba")
+    with pytest.raises(ValueError, match="num_threads"):
+        PerEnvCatch(2, num_threads=0)
+    with pytest.raises(ValueError, match="num_threads"):
+        NumpyCatch(2, num_threads=2)
+
+
+def test_bad_actions_change_nothing():
+    env = PerEnvCatch(4)
+    env.reset(seed=0)
+    before = env.get_state()
+    with pytest.raises(ValueError, match=r"env indices \[2\]"):
+        env.step(np.array([0, 1, 3, 1]))
+    np.testing.assert_array_equal(env.get_state(), before)
