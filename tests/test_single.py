@@ -1,0 +1,105 @@
+"""``gymnasium.make(id)`` for every native id: one env of the batch behind ``gymnasium.Env``
+(batchenv/single.py), checked by Gymnasium's own checker and step by step against row 0 of
+a batch."""
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import batchenv
+from batchenv.single import SingleEnv
+
+IDS = batchenv.list_envs()
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():  # v0 ids' "out of date", the checker's advice on bounds
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_make_passes_gymnasium_check_env(env_id):
+    env = gym.make(env_id)
+    assert isinstance(env.unwrapped, SingleEnv)
+    check_env(env.unwrapped, skip_render_check=True)  # raises on any failed check
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_make_is_row_0_of_a_batch_step_by_step(env_id):
+    """Same seed, same actions: the single env's transitions are row 0 of a batch of 3 in
+    DISABLED mode (no auto-reset on either side)."""
+    env = gym.make(env_id)
+    batch = batchenv.make(env_id, 3, autoreset_mode="Disabled")
+    obs, _ = env.reset(seed=11)
+    bobs, _ = batch.reset(seed=11)
+    np.testing.assert_array_equal(np.asarray(obs), bobs[0])
+    batch.action_space.seed(3)
+    for _ in range(12):
+        actions = batch.action_space.sample()
+        obs, reward, term, trunc, _ = env.step(actions[0])
+        bobs, breward, bterm, btrunc, _ = batch.step(actions)
+        np.testing.assert_array_equal(np.asarray(obs), bobs[0])
+        assert (reward, term, trunc) == (breward[0], bterm[0], btrunc[0])
+        assert env.observation_space.contains(obs)
+        if term or trunc:
+            break
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_make_renders_env_0(env_id):
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    batch = batchenv.make(env_id, 2, render_mode="rgb_array")
+    batch.reset(seed=0)
+    np.testing.assert_array_equal(frame, batch.render()[0])
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+
+
+def test_make_applies_the_time_limit_of_the_id_and_of_the_caller():
+    env = gym.make("batchenv/CartPole-v1", max_episode_steps=3)
+    env.reset(seed=0)
+    flags = [env.step(0)[2:4] for _ in range(3)]
+    assert flags == [(False, False), (False, False), (False, True)]  # too short to fall
+    assert gym.spec("batchenv/CartPole-v1").max_episode_steps == 500
+    assert gym.make("batchenv/CartPole-v1").unwrapped.batch.max_episode_steps is None
+
+
+def test_make_keeps_the_id_kwargs_and_make_vec_still_batches():
+    v1 = gym.make("batchenv/MinAtar-Breakout-v1")
+    assert v1.action_space.n == gym.make_vec("batchenv/MinAtar-Breakout-v1", num_envs=2,
+                                             vectorization_mode="vector_entry_point"
+                                             ).single_action_space.n == 3
+    assert gym.make("batchenv/MinAtar-Breakout-v0").action_space.n == 6
+    vec = gym.make_vec("batchenv/CartPole-v1", num_envs=2,
+                       vectorization_mode="vector_entry_point")
+    assert isinstance(vec, batchenv.BatchEnv)
+
+
+def test_sync_vector_env_of_made_envs_equals_the_batch():
+    """What RLlib's default and make_vec(vectorization_mode='sync') build: SyncVectorEnv
+    of gymnasium.make copies, seeded s + i, equals the batch seeded s."""
+    sync = gym.make_vec("batchenv/CartPole-v1", num_envs=4, vectorization_mode="sync")
+    batch = batchenv.BatchCartPole(num_envs=4)
+    np.testing.assert_array_equal(sync.reset(seed=7)[0], batch.reset(seed=7)[0])
+    for _ in range(30):
+        a = np.ones(4, dtype=np.int64)
+        s_out, b_out = sync.step(a), batch.step(a)
+        for x, y in zip(s_out[:4], b_out[:4]):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_single_env_refuses_batch_arguments():
+    with pytest.raises(TypeError, match="num_envs"):
+        SingleEnv(batchenv.BatchCartPole, num_envs=2)
+    with pytest.raises(TypeError, match="batch_class"):
+        SingleEnv(int)
+    env = SingleEnv("batchenv.envs:BatchCartPole")
+    with pytest.raises(ValueError, match="options"):
+        env.reset(options={"reset_mask": np.ones(1, bool)})
