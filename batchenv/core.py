@@ -31,6 +31,7 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from batchenv._envpool import EnvPoolAPI
 from batchenv.random import MAX_SEED, BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 
@@ -67,7 +68,7 @@ def _listed(idx: np.ndarray) -> str:
     return f"[{shown}{more}]"
 
 
-class BatchEnv(VectorEnv, Generic[S]):
+class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
     """Base class of batched environments: N games in one state, stepped by numpy kernels.
 
     Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,

@@ -103,3 +103,47 @@ def test_single_env_refuses_batch_arguments():
     env = SingleEnv("batchenv.envs:BatchCartPole")
     with pytest.raises(ValueError, match="options"):
         env.reset(options={"reset_mask": np.ones(1, bool)})
+
+
+def test_envpool_async_api_on_a_batch_equals_step():
+    """async_reset/recv/send (EnvPool's loop, as CleanRL's ppo_atari_envpool.py) give what
+    reset/step give, with info['env_id'] = every env."""
+    a_env = batchenv.BatchPong(num_envs=5, autoreset_mode="SameStep")
+    s_env = batchenv.BatchPong(num_envs=5, autoreset_mode="SameStep")
+    a_env.async_reset(seed=3)
+    obs, reward, term, trunc, info = a_env.recv()
+    np.testing.assert_array_equal(obs, s_env.reset(seed=3)[0])
+    assert not reward.any() and not term.any() and not trunc.any()
+    np.testing.assert_array_equal(info["env_id"], np.arange(5))
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        actions = rng.integers(0, 3, 5)
+        a_env.send(actions, info["env_id"])
+        obs, reward, term, trunc, info = a_env.recv()
+        expected = s_env.step(actions)
+        for got, want in zip((obs, reward, term, trunc), expected[:4]):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="recv"):
+        a_env.recv()
+    a_env.send(np.zeros(5, np.int64))
+    with pytest.raises(ValueError, match="send"):
+        a_env.send(np.zeros(5, np.int64))
+    with pytest.raises(ValueError, match="env_id"):
+        batchenv.BatchPong(num_envs=5).send(np.zeros(5, np.int64), np.arange(2))
+
+
+def test_envpool_async_api_on_concurrent_equals_step():
+    c_env = batchenv.make("CartPole-v1", 3, vectorization="thread")
+    s_env = batchenv.make("CartPole-v1", 3, vectorization="thread")
+    c_env.async_reset(seed=1)
+    obs, *_, info = c_env.recv()
+    np.testing.assert_array_equal(obs, s_env.reset(seed=1)[0])
+    for _ in range(20):
+        actions = np.array([0, 1, 1])
+        c_env.send(actions, info["env_id"])
+        obs, reward, term, trunc, info = c_env.recv()
+        for got, want in zip((obs, reward, term, trunc), s_env.step(actions)[:4]):
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(info["env_id"], np.arange(3))
+    c_env.close()
+    s_env.close()
