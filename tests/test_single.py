@@ -147,3 +147,26 @@ def test_envpool_async_api_on_concurrent_equals_step():
     np.testing.assert_array_equal(info["env_id"], np.arange(3))
     c_env.close()
     s_env.close()
+
+
+def test_envpool_async_api_on_one_worker_sharded_equals_step():
+    """ShardedVectorEnv's double-buffered API with num_workers=1: one half of every row, so
+    an EnvPool loop runs unchanged (it needed 2+ workers)."""
+    from batchenv.sharded import ShardedVectorEnv
+
+    env = ShardedVectorEnv(batchenv.BatchPong, 4, num_workers=1, autoreset_mode="SameStep")
+    ref = batchenv.BatchPong(num_envs=4, autoreset_mode="SameStep")
+    try:
+        env.async_reset(seed=2)
+        obs, reward, *_, info = env.recv()
+        np.testing.assert_array_equal(obs, ref.reset(seed=2)[0])
+        np.testing.assert_array_equal(info["env_id"], np.arange(4))
+        rng = np.random.default_rng(1)
+        for _ in range(30):
+            actions = rng.integers(0, 3, 4)
+            env.send(actions, info["env_id"])
+            obs, reward, term, trunc, info = env.recv()
+            for got, want in zip((obs, reward, term, trunc), ref.step(actions)[:4]):
+                np.testing.assert_array_equal(got, want)
+    finally:
+        env.close()
