@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from gymnasium.spaces.box import array_short_repr
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -654,9 +655,17 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box._shape = shape
     for name in ("low", "high", "bounded_below", "bounded_above"):
         setattr(box, name, np.broadcast_to(getattr(space, name), shape))
-    box.low_repr = box.high_repr = None
+    for name in ("low", "high"):  # the repr strings: Gymnasium >= 1.3 makes them when
+        single = getattr(space, name)  # printed (None), older ones print what is there
+        uniform = single.size == 0 or bool(np.all(single == single.flat[0]))
+        setattr(box, f"{name}_repr", array_short_repr(single) if uniform
+                else None if _LAZY_BOX_REPR else array_short_repr(getattr(box, name)))
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
+
+
+#: Whether this Gymnasium's Box makes its repr strings when printed (low_repr None).
+_LAZY_BOX_REPR = spaces.Box(0, 1, (1,)).low_repr is None
 
 
 def _read_only(actions: Any) -> np.ndarray:

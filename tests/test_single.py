@@ -170,3 +170,13 @@ def test_envpool_async_api_on_one_worker_sharded_equals_step():
                 np.testing.assert_array_equal(got, want)
     finally:
         env.close()
+
+
+def test_batched_box_prints_its_bounds_on_every_gymnasium():
+    """Gymnasium < 1.3 printed our batched Box as Box(None, None, ...): it prints what
+    low_repr holds, where 1.3+ makes the string when printed."""
+    pixels = batchenv.BatchPong(num_envs=3, obs_type="pixels").observation_space
+    assert repr(pixels) == "Box(0, 255, (3, 84, 84), uint8)"
+    cart = batchenv.BatchCartPole(num_envs=2).observation_space
+    reference = gym.vector.utils.batch_space(gym.make("CartPole-v1").observation_space, 2)
+    assert repr(cart) == repr(reference) and "None" not in repr(cart)
