@@ -642,7 +642,9 @@ def _check_observation_space(space: Any) -> None:
 
 def batched_space(space: gym.Space, n: int) -> gym.Space:
     """``gymnasium.vector.utils.batch_space(space, n)``, except that a ``Box`` keeps its
-    bounds as read-only broadcast views of the single space's (no memory per env).
+    bounds as zero-stride views of one copy of the single space's (no memory per env):
+    writable, so that clients converting them (``torch.as_tensor``) do not warn, and a
+    write to an element sets it for every env.
 
     Gymnasium's batched ``Box`` holds four arrays the size of the whole observation (low,
     high and their boundedness masks): 1.8 GB for 65,536 84x84 pixel observations, 60 bytes
@@ -654,7 +656,12 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box.__dict__.update(space.__dict__)  # dtype, the repr caches, and what Box may add later
     box._shape = shape
     for name in ("low", "high", "bounded_below", "bounded_above"):
-        setattr(box, name, np.broadcast_to(getattr(space, name), shape))
+        # writable (torch.as_tensor, as TorchRL's GymWrapper calls it, warns on read-only
+        # arrays), over a private copy of the single space's array: a write reaches every
+        # env's entry of that element (one bound for the batch), never the single space
+        single = np.array(getattr(space, name))
+        setattr(box, name, np.lib.stride_tricks.as_strided(
+            single, shape, (0, *single.strides), writeable=True))
     for name in ("low", "high"):  # the repr strings: Gymnasium >= 1.3 makes them when
         single = getattr(space, name)  # printed (None), older ones print what is there
         uniform = single.size == 0 or bool(np.all(single == single.flat[0]))
