@@ -640,6 +640,10 @@ def _check_observation_space(space: Any) -> None:
             f"MultiBinary; got {space}")
 
 
+#: Whether this Gymnasium's Box makes its repr strings when printed (low_repr None).
+_LAZY_BOX_REPR = spaces.Box(0, 1, (1,)).low_repr is None
+
+
 def batched_space(space: gym.Space, n: int) -> gym.Space:
     """``gymnasium.vector.utils.batch_space(space, n)``, except that a ``Box`` keeps its
     bounds as zero-stride views of one copy of the single space's (no memory per env):
@@ -669,10 +673,6 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
                 else None if _LAZY_BOX_REPR else array_short_repr(getattr(box, name)))
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
-
-
-#: Whether this Gymnasium's Box makes its repr strings when printed (low_repr None).
-_LAZY_BOX_REPR = spaces.Box(0, 1, (1,)).low_repr is None
 
 
 def _read_only(actions: Any) -> np.ndarray:
