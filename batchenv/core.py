@@ -640,10 +640,6 @@ def _check_observation_space(space: Any) -> None:
             f"MultiBinary; got {space}")
 
 
-#: Whether this Gymnasium's Box makes its repr strings when printed (low_repr None).
-_LAZY_BOX_REPR = spaces.Box(0, 1, (1,)).low_repr is None
-
-
 def batched_space(space: gym.Space, n: int) -> gym.Space:
     """``gymnasium.vector.utils.batch_space(space, n)``, except that a ``Box`` keeps its
     bounds as zero-stride views of one copy of the single space's (no memory per env):
@@ -669,8 +665,9 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     for name in ("low", "high"):  # the repr strings: Gymnasium >= 1.3 makes them when
         single = getattr(space, name)  # printed (None), older ones print what is there
         uniform = single.size == 0 or bool(np.all(single == single.flat[0]))
+        lazy = uniform or spaces.Box(0, 1, (1,)).low_repr is None  # this Gymnasium's way
         setattr(box, f"{name}_repr", array_short_repr(single) if uniform
-                else None if _LAZY_BOX_REPR else array_short_repr(getattr(box, name)))
+                else None if lazy else array_short_repr(getattr(box, name)))
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
 
