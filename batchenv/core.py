@@ -27,10 +27,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError
+from gymnasium.spaces.box import array_short_repr
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from batchenv import perenv
+from batchenv._envpool import EnvPoolAPI
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
@@ -77,7 +79,7 @@ class ClosedEnvError(ClosedEnvironmentError, ValueError):
     """A method was called on a closed env."""
 
 
-class BatchEnv(VectorEnv, Generic[S]):
+class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
     """Base class of batched environments: N games in one state, stepped by numpy kernels.
 
     Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,
@@ -608,7 +610,9 @@ def _bad_step_return(result: Any, num_envs: int, error: Exception) -> str:
 
 def batched_space(space: gym.Space, n: int) -> gym.Space:
     """``gymnasium.vector.utils.batch_space(space, n)``, except that a ``Box`` keeps its
-    bounds as read-only broadcast views of the single space's (no memory per env).
+    bounds as zero-stride views of one copy of the single space's (no memory per env):
+    writable, so that clients converting them (``torch.as_tensor``) do not warn, and a
+    write to an element sets it for every env.
 
     Gymnasium's batched ``Box`` holds four arrays the size of the whole observation (low,
     high and their boundedness masks): 1.8 GB for 65,536 84x84 pixel observations, 60 bytes
@@ -620,8 +624,18 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box.__dict__.update(space.__dict__)  # dtype, the repr caches, and what Box may add later
     box._shape = shape
     for name in ("low", "high", "bounded_below", "bounded_above"):
-        setattr(box, name, np.broadcast_to(getattr(space, name), shape))
-    box.low_repr = box.high_repr = None
+        # writable (torch.as_tensor, as TorchRL's GymWrapper calls it, warns on read-only
+        # arrays), over a private copy of the single space's array: a write reaches every
+        # env's entry of that element (one bound for the batch), never the single space
+        single = np.array(getattr(space, name))
+        setattr(box, name, np.lib.stride_tricks.as_strided(
+            single, shape, (0, *single.strides), writeable=True))
+    for name in ("low", "high"):  # the repr strings: Gymnasium >= 1.3 makes them when
+        single = getattr(space, name)  # printed (None), older ones print what is there
+        uniform = single.size == 0 or bool(np.all(single == single.flat[0]))
+        lazy = uniform or spaces.Box(0, 1, (1,)).low_repr is None  # this Gymnasium's way
+        setattr(box, f"{name}_repr", array_short_repr(single) if uniform
+                else None if lazy else array_short_repr(getattr(box, name)))
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
 

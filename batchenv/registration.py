@@ -2,7 +2,9 @@
 
 After ``import batchenv``, every native env is registered with Gymnasium under the
 ``batchenv/`` namespace with a ``vector_entry_point``, so
-``gymnasium.make_vec("batchenv/Pong-v0", num_envs=N)`` builds the batched env.
+``gymnasium.make_vec("batchenv/Pong-v0", num_envs=N)`` builds the batched env, and an
+``entry_point``, so ``gymnasium.make("batchenv/Pong-v0")`` builds one env of it
+(:class:`batchenv.single.SingleEnv`).
 ``batchenv.make(id, num_envs)`` also accepts Gymnasium's own ids ("CartPole-v1"): it returns
 our batched version where we have one, and otherwise runs ``gymnasium.make(id)`` copies in a
 :class:`~batchenv.concurrent.ConcurrentVectorEnv`.
@@ -11,6 +13,7 @@ our batched version where we have one, and otherwise runs ``gymnasium.make(id)``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -222,4 +225,14 @@ def register_envs() -> None:
     for entry in registry.values():
         if entry.id not in gym.registry:
             gym.register(id=entry.id, vector_entry_point=entry.entry_point,
+                         entry_point=_single_entry_point(entry),
                          max_episode_steps=entry.max_episode_steps, kwargs=dict(entry.kwargs))
+
+
+def _single_entry_point(entry: EnvEntry) -> Any:
+    """``gymnasium.make(id)``'s entry point: one env of the batched class
+    (:class:`batchenv.single.SingleEnv`). A callable, not a string: the id's kwargs are
+    shared with ``vector_entry_point``, so the class cannot travel in them."""
+    from batchenv.single import SingleEnv
+
+    return functools.partial(SingleEnv, entry.entry_point)

@@ -8,6 +8,7 @@ import threading
 import traceback
 from typing import Any
 
+import gymnasium
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -25,6 +26,10 @@ from batchenv.concurrent import (
     SubEnvTimeoutError,
 )
 from batchenv.core import ClosedEnvError, StepBeforeResetError
+
+#: (major, minor) of the installed Gymnasium: CI runs the suite on the newest and the oldest
+#: supported (.ci/run); where Gymnasium's own behaviour differs, tests expect each's.
+GYM_VERSION = tuple(int(x) for x in gymnasium.__version__.split(".")[:2])
 
 EXECUTORS = ["thread", "asyncio"]
 # No test asserts an elapsed time (issue 15): overlap is proved by meeting points that only
@@ -570,10 +575,11 @@ def test_disabled_finished_envs_stand_still_until_reset(make, executor):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_metadata_holds_the_instance_mode(make, mode):
+    before = dict(CountEnv.metadata)  # (SyncVectorEnv < 1.3 writes its mode into it)
     a = make(count_fns("thread", 2), autoreset_mode=mode)
     b = make(count_fns("thread", 2), autoreset_mode=mode.value)
     assert a.metadata["autoreset_mode"] is mode and b.metadata["autoreset_mode"] is mode
-    assert "autoreset_mode" not in CountEnv.metadata  # sub-env metadata not modified
+    assert CountEnv.metadata == before  # sub-env metadata not modified
 
 
 # ------------------------------------------------------------------------- reset_mask --
@@ -623,7 +629,9 @@ def test_bad_reset_masks_raise_like_sync(make, mask, error):
     ref = SyncVectorEnv(count_fns("thread"))
     envs.reset()
     ref.reset()
-    with pytest.raises(error, match="reset_mask"):
+    # SyncVectorEnv raised AssertionError before Gymnasium 1.3, TypeError/ValueError since
+    with pytest.raises(error if GYM_VERSION >= (1, 3) else AssertionError,
+                       match="reset_mask"):
         ref.reset(options={"reset_mask": mask})
     options = {"reset_mask": mask}
     with pytest.raises(error, match="reset_mask"):
@@ -720,7 +728,10 @@ def test_record_episode_statistics_in_both_autoreset_modes(make, mode):
         if "episode" in info:
             episodes.append(info["episode"]["r"][info["_episode"]].tolist())
     assert episodes[0] == [6.0, 3.0]  # 3 steps of reward 2 and 1
-    assert all(r == [6.0, 3.0] for r in episodes)
+    # Gymnasium < 1.4's wrapper ignores the auto-reset mode: in SAME_STEP it drops the first
+    # step of every episode after the first (docs/integrations.md, Gymnasium versions)
+    later = [4.0, 2.0] if mode is AutoresetMode.SAME_STEP and GYM_VERSION < (1, 4) else [6.0, 3.0]
+    assert all(r == later for r in episodes[1:]) and len(episodes) > 1
 
 
 def test_render_returns_the_frames_in_env_order(make):

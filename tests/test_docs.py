@@ -24,6 +24,7 @@ NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<why>.+?)\s*-->")
 EXPECTED_NOT_RUN = {
     "README.md": 1,  # trains PPO for 20,000 steps (tests/test_readme.py runs 2,048)
     "docs/concurrency.md": 3,  # a signature, an env needing a server, top-level await
+    "docs/integrations.md": 2,  # TorchRL and RLlib: not in the test extras (run by hand)
     "docs/scaling-out.md": 2,  # starts Ray; a training-loop sketch
     "docs/training.md": 3,  # a fragment of the PPO loop, two SB3 training runs
     "docs/writing_envs.md": 2,  # an excerpt of BatchPong._substep; the MinAtar registration sketch

@@ -128,3 +128,15 @@ def test_ppo_minatar_smoke(tmp_path, game):
     assert saved["episodes"] == summary["episodes"] and saved["game"] == game
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "curve.png").stat().st_size > 1000
+
+
+def test_ppo_envpool_style_smoke():
+    """The CleanRL/EnvPool-style script runs on BatchPong pixels through async_reset / send /
+    recv; short games and a step limit so that episodes end within the tiny budget."""
+    ppo = load("ppo_envpool_style")
+    summary = ppo.main(["--num-envs", "8", "--num-steps", "32", "--total-steps", "1024",
+                        "--num-minibatches", "2", "--update-epochs", "1",
+                        "--points-to-win", "1", "--max-episode-steps", "40"])
+    assert summary["global_step"] == 1024
+    assert summary["episodes"] > 0
+    assert all(-1 <= r <= 1 for r in summary["returns"])  # one point per game

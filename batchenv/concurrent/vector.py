@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_differing_spaces, concatenate, create_e
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from batchenv import core
+from batchenv._envpool import EnvPoolAPI
 from batchenv.concurrent import _run
 from batchenv.concurrent._run import BadResult, SubEnvError
 from batchenv.core import _listed
@@ -45,7 +46,8 @@ def _wait(batch: _run.Batch, seconds: float | None) -> Any:
     return (yield batch, seconds)
 
 
-class ConcurrentVectorEnv(VectorEnv[ObsType, ActType, np.ndarray], Generic[ObsType, ActType]):
+class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
+                          Generic[ObsType, ActType]):
     """A ``VectorEnv`` over ordinary envs that runs their calls concurrently, with the
     semantics of :class:`gymnasium.vector.SyncVectorEnv` (except that in ``DISABLED`` mode a
     finished env that is not reset stands still). See ``docs/concurrency.md``.

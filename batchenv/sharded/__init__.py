@@ -207,9 +207,10 @@ class ShardedVectorEnv(VectorEnv):
         half = self.num_workers // 2
         self._half_shards = [range(0, half), range(half, self.num_workers)]
         self._half_rows = [(0, self.bounds[half]), (self.bounds[half], n)]
-        if half:
-            self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
-                                 for a, b in self._half_rows]
+        if not half:  # one worker: one "half", every row, stepped synchronously
+            self._half_shards, self._half_rows = self._half_shards[1:], self._half_rows[1:]
+        self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
+                             for a, b in self._half_rows]
 
         obs_space, act_space = self.single_observation_space, self.single_action_space
         obs_shape, act_shape = tuple(obs_space.shape or ()), tuple(act_space.shape or ())
@@ -519,18 +520,17 @@ class ShardedVectorEnv(VectorEnv):
                     options: Mapping[str, Any] | None = None) -> None:
         """Reset (as :meth:`reset`) and enter the double-buffered mode.
 
-        The batch is split in two halves (workers ``[0, W//2)`` and ``[W//2, W)``; needs
-        ``num_workers >= 2``). :meth:`recv` returns the next half's results, alternating
+        The batch is split in two halves (workers ``[0, W//2)`` and ``[W//2, W)``; with one
+        worker, one half of every row: EnvPool's synchronous loop). :meth:`recv` returns
+        the next half's results, alternating
         0, 1, 0, 1, ... (the first two are the reset observations, with zero rewards and
         False flags); :meth:`send` steps the half last received with its actions and
         returns at once. So the caller's policy runs on one half while the other half
         steps. Each env sees the same sequence of calls as in :meth:`step`, so with the
         same actions per env the results are identical. ``reset()`` leaves the mode."""
-        if self.num_workers < 2:
-            raise ValueError("the double-buffered mode needs num_workers >= 2 (one half of "
-                             "the workers steps while the policy runs on the other)")
         self.reset(seed=seed, options=options)
-        self._double = {"next": 0, "received": None, "in_flight": [False, False]}
+        self._double = {"next": 0, "received": None,
+                        "in_flight": [False] * len(self._half_rows)}
 
     @_exclusive
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -552,7 +552,7 @@ class ShardedVectorEnv(VectorEnv):
             result = (self._out(self._arrays["obs"][a:b]), np.zeros(b - a),
                       np.zeros(b - a, bool), np.zeros(b - a, bool), {})
         result[4]["env_id"] = np.arange(a, b)
-        d["received"], d["next"] = h, 1 - h
+        d["received"], d["next"] = h, (h + 1) % len(self._half_rows)
         return result
 
     @_exclusive
