@@ -20,6 +20,7 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
+from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
 
@@ -42,6 +43,20 @@ for _cls, _name in [(BatchAsterix, "Asterix"), (BatchBreakout, "Breakout"),
         register(_cls, f"batchenv/MinAtar-{_name}-v{_v}", gymnasium_id=f"MinAtar/{_name}-v{_v}",
                  kwargs={"minimal_action_set": bool(_v)})
 del _cls, _name, _v
+# MiniGrid (minigrid 3.x): the ids minigrid registers, as MiniGrid-* and batchenv/MiniGrid-*
+for _size in (5, 6, 8, 16):
+    register(BatchEmpty, f"batchenv/MiniGrid-Empty-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-Empty-{_size}x{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=4 * _size * _size)
+for _size in (5, 6):
+    register(BatchEmpty, f"batchenv/MiniGrid-Empty-Random-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-Empty-Random-{_size}x{_size}-v0",
+             kwargs={"size": _size, "random_start": True}, max_episode_steps=4 * _size * _size)
+for _size in (5, 6, 8, 16):
+    register(BatchDoorKey, f"batchenv/MiniGrid-DoorKey-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-DoorKey-{_size}x{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=10 * _size * _size)
+del _size
 
 __all__ = [
     "AcrobotParams",
@@ -49,6 +64,8 @@ __all__ = [
     "BatchAsterix",
     "BatchBreakout",
     "BatchCartPole",
+    "BatchDoorKey",
+    "BatchEmpty",
     "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",

@@ -1,0 +1,8 @@
+"""MiniGrid (Farama's ``minigrid`` 3.x), batched: one module per family, the shared objects,
+rules and views in ``common.py``, the env glue in ``base.py``. See ``docs/minigrid.md``."""
+
+from batchenv.envs.minigrid.base import BatchMiniGrid
+from batchenv.envs.minigrid.doorkey import BatchDoorKey
+from batchenv.envs.minigrid.empty import BatchEmpty
+
+__all__ = ["BatchDoorKey", "BatchEmpty", "BatchMiniGrid"]

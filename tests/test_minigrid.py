@@ -1,0 +1,147 @@
+"""MiniGrid parity: inject ``minigrid`` envs' states into a batch, step both with the same
+random actions, compare image, direction, reward, terminated and truncated at every step.
+
+The generators draw from batchenv's streams, so layouts are compared as statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, common
+
+minigrid = pytest.importorskip("minigrid")  # the test extra pins it
+import gymnasium as gym  # noqa: E402
+from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX  # noqa: E402
+from minigrid.wrappers import FullyObsWrapper  # noqa: E402
+
+
+def inject(ref, env, i):
+    """Write minigrid env ``ref``'s grid, agent, carried object and step count into row i."""
+    u = ref.unwrapped
+    s = env.state
+    enc = u.grid.encode()
+    s.grid[i] = enc
+    s.contains[i] = 0
+    for x in range(u.width):
+        for y in range(u.height):
+            c = u.grid.get(x, y)
+            if c is not None and c.type == "box" and c.contains is not None:
+                s.contains[i, x, y] = (OBJECT_TO_IDX[c.contains.type],
+                                       COLOR_TO_IDX[c.contains.color])
+    s.carry[i] = 0
+    if u.carrying is not None:
+        s.carry[i, :3] = u.carrying.encode()
+    s.agent_x[i], s.agent_y[i] = u.agent_pos
+    s.agent_dir[i] = u.agent_dir
+    s.step_count[i] = u.step_count
+    s.elapsed_steps[i] = u.step_count
+
+
+def run_parity(make_ours, ref_id, n=4, steps=300, full=False, seed=0, act_p=None):
+    env = make_ours(n, autoreset_mode="Disabled", observation="full" if full else "image")
+    refs = [gym.make(ref_id) for _ in range(n)]
+    if full:
+        refs = [FullyObsWrapper(r) for r in refs]
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    episode = [0] * n
+
+    def ref_reset(i):
+        o, _ = refs[i].reset(seed=seed * 1000 + i * 100 + episode[i])
+        episode[i] += 1
+        inject(refs[i], env, i)
+        return o
+
+    ref_obs = [ref_reset(i) for i in range(n)]
+    out = np.zeros(env.observation_space.shape, np.uint8)
+    env.observe(env.state, out)
+    for i in range(n):
+        np.testing.assert_array_equal(out[i], ref_obs[i]["image"])
+    ends = 0
+    for t in range(steps):
+        a = rng.choice(7, size=n, p=act_p)
+        obs, rew, term, trunc, _ = env.step(a)
+        for i in range(n):
+            o, r, te, tr, _ = refs[i].step(int(a[i]))
+            np.testing.assert_array_equal(obs[i], o["image"], err_msg=f"step {t} env {i}")
+            assert env.state.agent_dir[i] == o["direction"]
+            assert rew[i] == r and term[i] == te and trunc[i] == tr, (t, i)
+        done = term | trunc
+        if done.any():
+            ends += int(done.sum())
+            env.reset(options={"reset_mask": done})
+            for i in np.flatnonzero(done):
+                ref_reset(int(i))
+    return ends
+
+
+# DoorKey with a bias to forward/pickup/toggle so that keys, doors and goals are reached
+_P = [0.2, 0.2, 0.35, 0.1, 0.03, 0.1, 0.02]
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_doorkey_parity(full):
+    ends = run_parity(lambda n, **k: BatchDoorKey(n, size=5, **k), "MiniGrid-DoorKey-5x5-v0",
+                      n=4, steps=400, full=full, act_p=_P)
+    assert ends >= 2
+
+
+def test_doorkey8_parity():
+    run_parity(lambda n, **k: BatchDoorKey(n, size=8, **k), "MiniGrid-DoorKey-8x8-v0",
+               n=3, steps=200, act_p=_P)
+
+
+def test_empty_parity():
+    ends = run_parity(lambda n, **k: BatchEmpty(n, size=5, random_start=True, **k),
+                      "MiniGrid-Empty-Random-5x5-v0", n=4, steps=300, act_p=_P)
+    assert ends > 0
+
+
+def test_doorkey_reward_on_goal():
+    env = BatchDoorKey(1, size=5)
+    env.reset(seed=0)
+    s = env.state
+    s.grid[0, 1:4, 1:4] = (common.EMPTY, 0, 0)
+    s.grid[0, 3, 3] = (common.GOAL, common.GREEN, 0)
+    s.agent_x[0], s.agent_y[0], s.agent_dir[0] = 3, 2, 1
+    s.step_count[0] = s.elapsed_steps[0] = 9
+    _, r, term, _, _ = env.step(np.array([common.FORWARD]))
+    assert term[0] and r[0] == pytest.approx(1 - 0.9 * 10 / 250)
+
+
+def _layouts(gen, n):
+    """(agent x, agent y, dir, wall column, door row, key x, key y) of n start states."""
+    rows = []
+    for _s, a, d, g in gen(n):
+        wall = [x for x in range(1, g.shape[0] - 1) if (g[x, 1:-1, 0] != 1).all()
+                and (g[x, :, 0] == common.WALL).sum() == g.shape[1] - 1][0]
+        door = int(np.flatnonzero(g[wall, :, 0] == common.DOOR)[0])
+        kx, ky = np.argwhere(g[:, :, 0] == common.KEY)[0]
+        rows.append((a[0], a[1], d, wall, door, kx, ky))
+    return np.array(rows, dtype=float)
+
+
+def test_doorkey_layout_statistics():
+    n = 600
+
+    def ours(n):
+        env = BatchDoorKey(n, size=8)
+        env.reset(seed=1)
+        s = env.state
+        for i in range(n):
+            yield s, (s.agent_x[i], s.agent_y[i]), s.agent_dir[i], s.grid[i]
+
+    def theirs(n):
+        ref = gym.make("MiniGrid-DoorKey-8x8-v0")
+        for k in range(n):
+            ref.reset(seed=k)
+            u = ref.unwrapped
+            yield None, u.agent_pos, u.agent_dir, u.grid.encode()
+
+    a, b = _layouts(ours, n), _layouts(theirs, n)
+    # every coordinate's mean within 5 standard errors, and the same supports
+    se = np.sqrt(a.var(0) / n + b.var(0) / n) + 1e-9
+    assert (np.abs(a.mean(0) - b.mean(0)) < 5 * se).all(), (a.mean(0), b.mean(0))
+    for k in range(a.shape[1]):
+        assert set(a[:, k]) == set(b[:, k]), k
