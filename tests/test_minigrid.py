@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, common
+import batchenv
+from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, BatchFourRooms, BatchLavaGap, common
 
 minigrid = pytest.importorskip("minigrid")  # the test extra pins it
 import gymnasium as gym  # noqa: E402
@@ -98,6 +99,28 @@ def test_empty_parity():
     assert ends > 0
 
 
+def test_fourrooms_parity():
+    run_parity(lambda n, **k: BatchFourRooms(n, **k), "MiniGrid-FourRooms-v0", n=3,
+               steps=250, act_p=_P)
+
+
+@pytest.mark.parametrize("size", [5, 7])
+def test_lavagap_parity(size):
+    ends = run_parity(lambda n, **k: BatchLavaGap(n, size=size, **k),
+                      f"MiniGrid-LavaGapS{size}-v0", n=4, steps=200, act_p=_P)
+    assert ends > 0
+
+
+def test_ids_give_the_native_env():
+    import gymnasium
+
+    assert isinstance(batchenv.make("MiniGrid-DoorKey-8x8-v0", 2), BatchDoorKey)
+    env = gymnasium.make_vec("batchenv/MiniGrid-DoorKey-8x8-v0", 2)
+    assert isinstance(env, BatchDoorKey) and env.max_episode_steps == 640
+    assert env.missions() == ("use the key to open the door and then get to the goal",) * 2
+    assert env.reset(seed=0)[0].shape == (2, 7, 7, 3)
+
+
 def test_doorkey_reward_on_goal():
     env = BatchDoorKey(1, size=5)
     env.reset(seed=0)
@@ -145,3 +168,40 @@ def test_doorkey_layout_statistics():
     assert (np.abs(a.mean(0) - b.mean(0)) < 5 * se).all(), (a.mean(0), b.mean(0))
     for k in range(a.shape[1]):
         assert set(a[:, k]) == set(b[:, k]), k
+
+
+def _compare(a, b, n):
+    se = np.sqrt(a.var(0) / n + b.var(0) / n) + 1e-9
+    assert (np.abs(a.mean(0) - b.mean(0)) < 5 * se).all(), (a.mean(0), b.mean(0))
+    for k in range(a.shape[1]):
+        assert set(a[:, k]) == set(b[:, k]), k
+
+
+@pytest.mark.parametrize("cls, ref_id, code", [
+    (BatchLavaGap, "MiniGrid-LavaGapS7-v0", common.EMPTY),
+    (BatchFourRooms, "MiniGrid-FourRooms-v0", common.GOAL),
+])
+def test_layout_statistics(cls, ref_id, code):
+    """Agent cell and direction, and (LavaGap) the gap / (FourRooms) the goal: the same
+    support and means within 5 standard errors over 400 layouts each."""
+    n = 400
+    kw = {"size": 7} if cls is BatchLavaGap else {}
+    env = cls(n, **kw)
+    env.reset(seed=3)
+    s = env.state
+
+    def key_cell(g):
+        if code == common.EMPTY:  # the gap: the empty cell of the lava column
+            x = int(np.flatnonzero((g[:, :, 0] == common.LAVA).any(1))[0])
+            return x, int(np.flatnonzero(g[x, 1:-1, 0] == common.EMPTY)[0]) + 1
+        return tuple(np.argwhere(g[:, :, 0] == common.GOAL)[0])
+
+    ours = np.array([(s.agent_x[i], s.agent_y[i], s.agent_dir[i], *key_cell(s.grid[i]))
+                     for i in range(n)], float)
+    ref = gym.make(ref_id)
+    rows = []
+    for k in range(n):
+        ref.reset(seed=k)
+        u = ref.unwrapped
+        rows.append((*u.agent_pos, u.agent_dir, *key_cell(u.grid.encode())))
+    _compare(ours, np.array(rows, float), n)

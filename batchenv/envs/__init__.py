@@ -20,7 +20,7 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
-from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty
+from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, BatchFourRooms, BatchLavaGap
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
 
@@ -56,6 +56,12 @@ for _size in (5, 6, 8, 16):
     register(BatchDoorKey, f"batchenv/MiniGrid-DoorKey-{_size}x{_size}-v0",
              gymnasium_id=f"MiniGrid-DoorKey-{_size}x{_size}-v0", kwargs={"size": _size},
              max_episode_steps=10 * _size * _size)
+register(BatchFourRooms, "batchenv/MiniGrid-FourRooms-v0", gymnasium_id="MiniGrid-FourRooms-v0",
+         max_episode_steps=100)
+for _size in (5, 6, 7):
+    register(BatchLavaGap, f"batchenv/MiniGrid-LavaGapS{_size}-v0",
+             gymnasium_id=f"MiniGrid-LavaGapS{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=4 * _size * _size)
 del _size
 
 __all__ = [
@@ -66,6 +72,8 @@ __all__ = [
     "BatchCartPole",
     "BatchDoorKey",
     "BatchEmpty",
+    "BatchFourRooms",
+    "BatchLavaGap",
     "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",

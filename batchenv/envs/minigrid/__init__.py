@@ -4,5 +4,7 @@ rules and views in ``common.py``, the env glue in ``base.py``. See ``docs/minigr
 from batchenv.envs.minigrid.base import BatchMiniGrid
 from batchenv.envs.minigrid.doorkey import BatchDoorKey
 from batchenv.envs.minigrid.empty import BatchEmpty
+from batchenv.envs.minigrid.fourrooms import BatchFourRooms
+from batchenv.envs.minigrid.lavagap import BatchLavaGap
 
-__all__ = ["BatchDoorKey", "BatchEmpty", "BatchMiniGrid"]
+__all__ = ["BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap", "BatchMiniGrid"]
