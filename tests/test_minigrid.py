@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 import batchenv
-from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, BatchFourRooms, BatchLavaGap, common
+from batchenv.envs.minigrid import (
+    BatchCrossing,
+    BatchDoorKey,
+    BatchEmpty,
+    BatchFourRooms,
+    BatchLavaGap,
+    common,
+)
 
 minigrid = pytest.importorskip("minigrid")  # the test extra pins it
 import gymnasium as gym  # noqa: E402
@@ -109,6 +116,42 @@ def test_lavagap_parity(size):
     ends = run_parity(lambda n, **k: BatchLavaGap(n, size=size, **k),
                       f"MiniGrid-LavaGapS{size}-v0", n=4, steps=200, act_p=_P)
     assert ends > 0
+
+
+@pytest.mark.parametrize("name, obstacle, size, n", [
+    ("LavaCrossing", "lava", 9, 2), ("SimpleCrossing", "wall", 11, 5)])
+def test_crossing_parity(name, obstacle, size, n):
+    run_parity(lambda m, **k: BatchCrossing(m, size=size, num_crossings=n, obstacle=obstacle,
+                                            **k),
+               f"MiniGrid-{name}S{size}N{n}-v0", n=3, steps=200, act_p=_P)
+
+
+def _crossing_features(g):
+    """Rows and columns that are rivers, and the openings' cells, as one tuple."""
+    inner = g[1:-1, 1:-1, 0]
+    obst = (inner == common.LAVA) | (inner == common.WALL)
+    cols = tuple(int(x) + 1 for x in np.flatnonzero(obst.sum(1) >= inner.shape[1] - 4))
+    rows = tuple(int(y) + 1 for y in np.flatnonzero(obst.sum(0) >= inner.shape[0] - 4))
+    return cols, rows
+
+
+def test_crossing_layout_statistics():
+    """LavaCrossingS9N2: the distribution of (river columns, river rows) over 600 layouts
+    against minigrid's, and the count of open cells."""
+    n = 600
+    env = BatchCrossing(n, size=9, num_crossings=2)
+    env.reset(seed=5)
+    ours = [_crossing_features(env.state.grid[i]) for i in range(n)]
+    ref = gym.make("MiniGrid-LavaCrossingS9N2-v0")
+    theirs = []
+    for k in range(n):
+        ref.reset(seed=k)
+        theirs.append(_crossing_features(ref.unwrapped.grid.encode()))
+    kinds = sorted(set(ours) | set(theirs))
+    assert set(ours) == set(theirs)
+    a = np.array([ours.count(c) for c in kinds]) / n
+    b = np.array([theirs.count(c) for c in kinds]) / n
+    assert np.abs(a - b).max() < 0.08, (kinds, a, b)
 
 
 def test_ids_give_the_native_env():

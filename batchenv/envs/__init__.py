@@ -20,7 +20,13 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
-from batchenv.envs.minigrid import BatchDoorKey, BatchEmpty, BatchFourRooms, BatchLavaGap
+from batchenv.envs.minigrid import (
+    BatchCrossing,
+    BatchDoorKey,
+    BatchEmpty,
+    BatchFourRooms,
+    BatchLavaGap,
+)
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
 
@@ -62,7 +68,13 @@ for _size in (5, 6, 7):
     register(BatchLavaGap, f"batchenv/MiniGrid-LavaGapS{_size}-v0",
              gymnasium_id=f"MiniGrid-LavaGapS{_size}-v0", kwargs={"size": _size},
              max_episode_steps=4 * _size * _size)
-del _size
+for _size, _n in ((9, 1), (9, 2), (9, 3), (11, 5)):
+    for _name, _obstacle in (("LavaCrossing", "lava"), ("SimpleCrossing", "wall")):
+        register(BatchCrossing, f"batchenv/MiniGrid-{_name}S{_size}N{_n}-v0",
+                 gymnasium_id=f"MiniGrid-{_name}S{_size}N{_n}-v0",
+                 kwargs={"size": _size, "num_crossings": _n, "obstacle": _obstacle},
+                 max_episode_steps=4 * _size * _size)
+del _size, _n, _name, _obstacle
 
 __all__ = [
     "AcrobotParams",
@@ -70,6 +82,7 @@ __all__ = [
     "BatchAsterix",
     "BatchBreakout",
     "BatchCartPole",
+    "BatchCrossing",
     "BatchDoorKey",
     "BatchEmpty",
     "BatchFourRooms",

@@ -2,9 +2,11 @@
 rules and views in ``common.py``, the env glue in ``base.py``. See ``docs/minigrid.md``."""
 
 from batchenv.envs.minigrid.base import BatchMiniGrid
+from batchenv.envs.minigrid.crossing import BatchCrossing
 from batchenv.envs.minigrid.doorkey import BatchDoorKey
 from batchenv.envs.minigrid.empty import BatchEmpty
 from batchenv.envs.minigrid.fourrooms import BatchFourRooms
 from batchenv.envs.minigrid.lavagap import BatchLavaGap
 
-__all__ = ["BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap", "BatchMiniGrid"]
+__all__ = ["BatchCrossing", "BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap",
+           "BatchMiniGrid"]

@@ -30,7 +30,7 @@ class BatchMiniGrid(BatchEnv):
     metadata: dict[str, Any] = {"render_modes": []}
     single_action_space = spaces.Discrete(7)
     #: the family's mission string (the same for every env of the families built so far)
-    mission: ClassVar[str] = ""
+    mission: str = ""
 
     def __init__(self, num_envs: int | None = None, *, width: int, height: int,
                  max_steps: int, see_through_walls: bool = False, observation: str = "image",
@@ -55,7 +55,7 @@ class BatchMiniGrid(BatchEnv):
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
         kwargs.setdefault("max_episode_steps", self.max_steps)  # minigrid's truncation
         super().__init__(num_envs, **kwargs)
-        self.kernel_params = Params(self.width, self.height, self.max_steps,
+        self.kernel_params: Any = Params(self.width, self.height, self.max_steps,
                                     bool(see_through_walls))
 
     # the family's generator: a static method reset_env(p, s, i)

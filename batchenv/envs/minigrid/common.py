@@ -51,7 +51,7 @@ def bits(s, i):  # type: ignore[no-untyped-def]
 
 def integers(s, i, low, high):  # type: ignore[no-untyped-def]
     """An integer uniform in [low, high) (minigrid's ``_rand_int(low, high)``)."""
-    return bits(s, i) % (high - low) + low
+    return bits(s, i) % int(high - low) + int(low)
 
 
 # --------------------------------------------------------------------------- objects
