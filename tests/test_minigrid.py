@@ -15,6 +15,7 @@ from batchenv.envs.minigrid import (
     BatchEmpty,
     BatchFourRooms,
     BatchLavaGap,
+    BatchUnlock,
     common,
 )
 
@@ -43,6 +44,8 @@ def inject(ref, env, i):
     s.agent_x[i], s.agent_y[i] = u.agent_pos
     s.agent_dir[i] = u.agent_dir
     s.step_count[i] = u.step_count
+    if getattr(u, "door", None) is not None:  # Unlock's target door
+        s.target_x[i], s.target_y[i] = u.door.cur_pos
     s.elapsed_steps[i] = u.step_count
 
 
@@ -152,6 +155,35 @@ def test_crossing_layout_statistics():
     a = np.array([ours.count(c) for c in kinds]) / n
     b = np.array([theirs.count(c) for c in kinds]) / n
     assert np.abs(a - b).max() < 0.08, (kinds, a, b)
+
+
+def test_unlock_parity():
+    ends = run_parity(BatchUnlock, "MiniGrid-Unlock-v0", n=4, steps=400,
+                      act_p=[0.15, 0.15, 0.3, 0.15, 0.05, 0.18, 0.02])
+    assert ends > 0
+
+
+def test_unlock_layout_statistics():
+    """Door row and colour, key cell, agent cell and direction over 500 layouts."""
+    n = 500
+    env = BatchUnlock(n)
+    env.reset(seed=7)
+    s = env.state
+
+    def feats(g, ax, ay, d):
+        door_y = int(np.flatnonzero(g[5, :, 0] == common.DOOR)[0])
+        kx, ky = np.argwhere(g[:, :, 0] == common.KEY)[0]
+        return (door_y, g[5, door_y, 1], kx, ky, ax, ay, d)
+
+    ours = np.array([feats(s.grid[i], s.agent_x[i], s.agent_y[i], s.agent_dir[i])
+                     for i in range(n)], float)
+    ref = gym.make("MiniGrid-Unlock-v0")
+    rows = []
+    for k in range(n):
+        ref.reset(seed=k)
+        u = ref.unwrapped
+        rows.append(feats(u.grid.encode(), *u.agent_pos, u.agent_dir))
+    _compare(ours, np.array(rows, float), n)
 
 
 def test_ids_give_the_native_env():

@@ -26,6 +26,7 @@ from batchenv.envs.minigrid import (
     BatchEmpty,
     BatchFourRooms,
     BatchLavaGap,
+    BatchUnlock,
 )
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
@@ -75,6 +76,8 @@ for _size, _n in ((9, 1), (9, 2), (9, 3), (11, 5)):
                  kwargs={"size": _size, "num_crossings": _n, "obstacle": _obstacle},
                  max_episode_steps=4 * _size * _size)
 del _size, _n, _name, _obstacle
+register(BatchUnlock, "batchenv/MiniGrid-Unlock-v0", gymnasium_id="MiniGrid-Unlock-v0",
+         max_episode_steps=288)
 
 __all__ = [
     "AcrobotParams",
@@ -94,6 +97,7 @@ __all__ = [
     "BatchPong",
     "BatchSeaquest",
     "BatchSpaceInvaders",
+    "BatchUnlock",
     "CartPoleParams",
     "MountainCarContinuousParams",
     "MountainCarParams",

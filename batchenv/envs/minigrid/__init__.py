@@ -7,6 +7,7 @@ from batchenv.envs.minigrid.doorkey import BatchDoorKey
 from batchenv.envs.minigrid.empty import BatchEmpty
 from batchenv.envs.minigrid.fourrooms import BatchFourRooms
 from batchenv.envs.minigrid.lavagap import BatchLavaGap
+from batchenv.envs.minigrid.unlock import BatchUnlock
 
 __all__ = ["BatchCrossing", "BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap",
-           "BatchMiniGrid"]
+           "BatchMiniGrid", "BatchUnlock"]

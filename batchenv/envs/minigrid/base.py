@@ -50,6 +50,7 @@ class BatchMiniGrid(BatchEnv):
             ("agent_x", np.int64), ("agent_y", np.int64),  # cell
             ("agent_dir", np.int64),           # 0 right, 1 down, 2 left, 3 up
             ("step_count", np.int64),          # minigrid's step_count (the reward's clock)
+            ("target_x", np.int64), ("target_y", np.int64),  # the family's target cell
         ])
         shape = (common.VIEW, common.VIEW, 3) if observation == "image" else (w, h, 3)
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
@@ -60,6 +61,8 @@ class BatchMiniGrid(BatchEnv):
 
     # the family's generator: a static method reset_env(p, s, i)
     reset_env: ClassVar[Any]
+    #: the family's rules (minigrid's ``step`` unless the family overrides it)
+    step_env = staticmethod(common.step_env)
 
     def reset_envs(self, s: State, rng: BatchRandom) -> None:
         p, gen = self.kernel_params, self.reset_env
@@ -69,12 +72,12 @@ class BatchMiniGrid(BatchEnv):
 
     def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
-        p = self.kernel_params
+        p, rule = self.kernel_params, self.step_env
         n = len(action)
         reward = np.zeros(n, np.float64)
         terminated = np.zeros(n, np.bool_)
         for i in range(n):
-            reward[i], terminated[i] = common.step_env(p, s, i, int(action[i]))
+            reward[i], terminated[i] = rule(p, s, i, int(action[i]))
         return reward, terminated
 
     def observe(self, s: State, out: np.ndarray) -> None:

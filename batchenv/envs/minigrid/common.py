@@ -117,6 +117,15 @@ def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def
         return x * 65536 + y
 
 
+def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``place_obj`` with ``roomgrid.reject_next_to``: not within Manhattan distance 1 of
+    the agent."""
+    while True:
+        xy = place_obj(s, i, width, height, x0, y0, w, h)
+        if abs(s.agent_x[i] - xy // 65536) + abs(s.agent_y[i] - xy % 65536) >= 2:
+            return xy
+
+
 def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.place_agent``: an empty cell, then a direction in [0, 4)."""
     s.agent_x[i] = -1
