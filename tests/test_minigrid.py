@@ -16,6 +16,7 @@ from batchenv.envs.minigrid import (
     BatchFourRooms,
     BatchLavaGap,
     BatchUnlock,
+    BatchUnlockPickup,
     common,
 )
 
@@ -161,6 +162,46 @@ def test_unlock_parity():
     ends = run_parity(BatchUnlock, "MiniGrid-Unlock-v0", n=4, steps=400,
                       act_p=[0.15, 0.15, 0.3, 0.15, 0.05, 0.18, 0.02])
     assert ends > 0
+
+
+def test_unlockpickup_parity():
+    run_parity(BatchUnlockPickup, "MiniGrid-UnlockPickup-v0", n=4, steps=300,
+               act_p=[0.15, 0.15, 0.3, 0.2, 0.05, 0.13, 0.02])
+
+
+def test_unlockpickup_picking_the_box_pays_and_missions_name_its_colour():
+    env = BatchUnlockPickup(3)
+    env.reset(seed=0)
+    s = env.state
+    names = [f"pick up the {common.COLOR_NAMES[c]} box" for c in s.target_color]
+    assert env.missions() == tuple(names)
+    bx, by = np.argwhere(s.grid[0, :, :, 0] == common.BOX)[0]
+    s.grid[0, bx - 1, by] = (common.EMPTY, 0, 0)
+    s.agent_x[0], s.agent_y[0], s.agent_dir[0] = bx - 1, by, 0
+    _, r, term, _, _ = env.step(np.array([common.PICKUP, common.DONE, common.DONE]))
+    assert term[0] and not term[1:].any() and r[0] == pytest.approx(1 - 0.9 / 288)
+
+
+def test_unlockpickup_layout_statistics():
+    n = 500
+    env = BatchUnlockPickup(n)
+    env.reset(seed=11)
+    s = env.state
+
+    def feats(g, ax, ay, d):
+        bx, by = np.argwhere(g[:, :, 0] == common.BOX)[0]
+        kx, ky = np.argwhere(g[:, :, 0] == common.KEY)[0]
+        return (bx, by, g[bx, by, 1], kx, ky, ax, ay, d)
+
+    ours = np.array([feats(s.grid[i], s.agent_x[i], s.agent_y[i], s.agent_dir[i])
+                     for i in range(n)], float)
+    ref = gym.make("MiniGrid-UnlockPickup-v0")
+    rows = []
+    for k in range(n):
+        ref.reset(seed=k)
+        u = ref.unwrapped
+        rows.append(feats(u.grid.encode(), *u.agent_pos, u.agent_dir))
+    _compare(ours, np.array(rows, float), n)
 
 
 def test_unlock_layout_statistics():

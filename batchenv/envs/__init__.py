@@ -27,6 +27,7 @@ from batchenv.envs.minigrid import (
     BatchFourRooms,
     BatchLavaGap,
     BatchUnlock,
+    BatchUnlockPickup,
 )
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
@@ -78,6 +79,8 @@ for _size, _n in ((9, 1), (9, 2), (9, 3), (11, 5)):
 del _size, _n, _name, _obstacle
 register(BatchUnlock, "batchenv/MiniGrid-Unlock-v0", gymnasium_id="MiniGrid-Unlock-v0",
          max_episode_steps=288)
+register(BatchUnlockPickup, "batchenv/MiniGrid-UnlockPickup-v0",
+         gymnasium_id="MiniGrid-UnlockPickup-v0", max_episode_steps=288)
 
 __all__ = [
     "AcrobotParams",
@@ -98,6 +101,7 @@ __all__ = [
     "BatchSeaquest",
     "BatchSpaceInvaders",
     "BatchUnlock",
+    "BatchUnlockPickup",
     "CartPoleParams",
     "MountainCarContinuousParams",
     "MountainCarParams",

@@ -7,7 +7,8 @@ from batchenv.envs.minigrid.doorkey import BatchDoorKey
 from batchenv.envs.minigrid.empty import BatchEmpty
 from batchenv.envs.minigrid.fourrooms import BatchFourRooms
 from batchenv.envs.minigrid.lavagap import BatchLavaGap
-from batchenv.envs.minigrid.unlock import BatchUnlock
+from batchenv.envs.minigrid.unlock import BatchUnlock, BatchUnlockPickup
 
 __all__ = ["BatchCrossing", "BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap",
-           "BatchMiniGrid", "BatchUnlock"]
+           "BatchMiniGrid", "BatchUnlock",
+           "BatchUnlockPickup"]

@@ -51,6 +51,7 @@ class BatchMiniGrid(BatchEnv):
             ("agent_dir", np.int64),           # 0 right, 1 down, 2 left, 3 up
             ("step_count", np.int64),          # minigrid's step_count (the reward's clock)
             ("target_x", np.int64), ("target_y", np.int64),  # the family's target cell
+            ("target_color", np.int64),        # the target's colour (missions that name it)
         ])
         shape = (common.VIEW, common.VIEW, 3) if observation == "image" else (w, h, 3)
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
