@@ -10,6 +10,7 @@ import pytest
 
 import batchenv
 from batchenv.envs.minigrid import (
+    BatchBlockedUnlockPickup,
     BatchCrossing,
     BatchDoorKey,
     BatchEmpty,
@@ -169,6 +170,11 @@ def test_unlockpickup_parity():
                act_p=[0.15, 0.15, 0.3, 0.2, 0.05, 0.13, 0.02])
 
 
+def test_blockedunlockpickup_parity():
+    run_parity(BatchBlockedUnlockPickup, "MiniGrid-BlockedUnlockPickup-v0", n=4, steps=300,
+               act_p=[0.15, 0.15, 0.3, 0.2, 0.05, 0.13, 0.02])
+
+
 def test_unlockpickup_picking_the_box_pays_and_missions_name_its_colour():
     env = BatchUnlockPickup(3)
     env.reset(seed=0)
@@ -182,20 +188,25 @@ def test_unlockpickup_picking_the_box_pays_and_missions_name_its_colour():
     assert term[0] and not term[1:].any() and r[0] == pytest.approx(1 - 0.9 / 288)
 
 
-def test_unlockpickup_layout_statistics():
+@pytest.mark.parametrize("cls, ref_id", [
+    (BatchUnlockPickup, "MiniGrid-UnlockPickup-v0"),
+    (BatchBlockedUnlockPickup, "MiniGrid-BlockedUnlockPickup-v0")])
+def test_unlockpickup_layout_statistics(cls, ref_id):
     n = 500
-    env = BatchUnlockPickup(n)
+    env = cls(n)
     env.reset(seed=11)
     s = env.state
 
     def feats(g, ax, ay, d):
         bx, by = np.argwhere(g[:, :, 0] == common.BOX)[0]
         kx, ky = np.argwhere(g[:, :, 0] == common.KEY)[0]
-        return (bx, by, g[bx, by, 1], kx, ky, ax, ay, d)
+        balls = np.argwhere(g[:, :, 0] == common.BALL)
+        ball = (*balls[0], g[balls[0][0], balls[0][1], 1]) if len(balls) else (0, 0, 0)
+        return (bx, by, g[bx, by, 1], kx, ky, ax, ay, d, *ball)
 
     ours = np.array([feats(s.grid[i], s.agent_x[i], s.agent_y[i], s.agent_dir[i])
                      for i in range(n)], float)
-    ref = gym.make("MiniGrid-UnlockPickup-v0")
+    ref = gym.make(ref_id)
     rows = []
     for k in range(n):
         ref.reset(seed=k)

@@ -21,6 +21,7 @@ from batchenv.envs.minatar import (
     BatchSpaceInvaders,
 )
 from batchenv.envs.minigrid import (
+    BatchBlockedUnlockPickup,
     BatchCrossing,
     BatchDoorKey,
     BatchEmpty,
@@ -81,11 +82,14 @@ register(BatchUnlock, "batchenv/MiniGrid-Unlock-v0", gymnasium_id="MiniGrid-Unlo
          max_episode_steps=288)
 register(BatchUnlockPickup, "batchenv/MiniGrid-UnlockPickup-v0",
          gymnasium_id="MiniGrid-UnlockPickup-v0", max_episode_steps=288)
+register(BatchBlockedUnlockPickup, "batchenv/MiniGrid-BlockedUnlockPickup-v0",
+         gymnasium_id="MiniGrid-BlockedUnlockPickup-v0", max_episode_steps=576)
 
 __all__ = [
     "AcrobotParams",
     "BatchAcrobot",
     "BatchAsterix",
+    "BatchBlockedUnlockPickup",
     "BatchBreakout",
     "BatchCartPole",
     "BatchCrossing",

@@ -7,8 +7,11 @@ from batchenv.envs.minigrid.doorkey import BatchDoorKey
 from batchenv.envs.minigrid.empty import BatchEmpty
 from batchenv.envs.minigrid.fourrooms import BatchFourRooms
 from batchenv.envs.minigrid.lavagap import BatchLavaGap
-from batchenv.envs.minigrid.unlock import BatchUnlock, BatchUnlockPickup
+from batchenv.envs.minigrid.unlock import (
+    BatchBlockedUnlockPickup,
+    BatchUnlock,
+    BatchUnlockPickup,
+)
 
-__all__ = ["BatchCrossing", "BatchDoorKey", "BatchEmpty", "BatchFourRooms", "BatchLavaGap",
-           "BatchMiniGrid", "BatchUnlock",
-           "BatchUnlockPickup"]
+__all__ = ["BatchBlockedUnlockPickup", "BatchCrossing", "BatchDoorKey", "BatchEmpty",
+           "BatchFourRooms", "BatchLavaGap", "BatchMiniGrid", "BatchUnlock", "BatchUnlockPickup"]

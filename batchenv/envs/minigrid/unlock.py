@@ -32,8 +32,12 @@ UnlockPickup (``BatchUnlockPickup``): a box of a random colour in the right room
 first, after the door's row); the reward comes on picking it up; the mission names its
 colour (``missions()``, per env).
 
+BlockedUnlockPickup (``BatchBlockedUnlockPickup``): as UnlockPickup with a ball of a
+random colour in front of the door, ``max_steps = 576``.
+
 ## Version History
-- v0: as ``minigrid`` 3.x ``MiniGrid-Unlock-v0`` and ``MiniGrid-UnlockPickup-v0``.
+- v0: as ``minigrid`` 3.x ``MiniGrid-Unlock-v0``, ``MiniGrid-UnlockPickup-v0`` and
+  ``MiniGrid-BlockedUnlockPickup-v0``.
 """
 
 from __future__ import annotations
@@ -48,15 +52,16 @@ ROOM = 6  # RoomGrid's room_size for Unlock
 
 class BatchUnlock(BatchMiniGrid):
     mission = "open the door"
+    steps_per_cell = 8  # max_steps = steps_per_cell * room_size ** 2
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, width=2 * (ROOM - 1) + 1, height=ROOM,
-                         max_steps=8 * ROOM * ROOM, **kwargs)
+                         max_steps=self.steps_per_cell * ROOM * ROOM, **kwargs)
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
         door_y = rooms(s, i)
-        locked_door_key_agent(p, s, i, door_y)
+        locked_door_key_agent(p, s, i, door_y, False)
 
     @staticmethod
     def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
@@ -86,7 +91,7 @@ class BatchUnlockPickup(BatchUnlock):
                                                 ROOM, ROOM)
         common.put(s, i, xy // 65536, xy % 65536, common.BOX, color, 0)
         s.target_color[i] = color
-        locked_door_key_agent(p, s, i, door_y)
+        locked_door_key_agent(p, s, i, door_y, False)
 
     @staticmethod
     def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
@@ -95,6 +100,20 @@ class BatchUnlockPickup(BatchUnlock):
             reward = 1.0 - 0.9 * (s.step_count[i] / p.max_steps)
             terminated = True
         return reward, terminated
+
+
+class BatchBlockedUnlockPickup(BatchUnlockPickup):
+    steps_per_cell = 16
+
+    @staticmethod
+    def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        door_y = rooms(s, i)
+        color = common.integers(s, i, 0, 6)
+        xy = common.place_obj_not_next_to_agent(s, i, p.width, p.height, ROOM - 1, 0,
+                                                ROOM, ROOM)
+        common.put(s, i, xy // 65536, xy % 65536, common.BOX, color, 0)
+        s.target_color[i] = color
+        locked_door_key_agent(p, s, i, door_y, True)
 
 
 def rooms(s, i):  # type: ignore[no-untyped-def]
@@ -109,14 +128,16 @@ def rooms(s, i):  # type: ignore[no-untyped-def]
     return door_y
 
 
-def locked_door_key_agent(p, s, i, door_y):  # type: ignore[no-untyped-def]
-    """add_door(0, 0, 0, locked=True), add_object(0, 0, "key", door colour),
-    place_agent(0, 0)."""
+def locked_door_key_agent(p, s, i, door_y, blocked):  # type: ignore[no-untyped-def]
+    """add_door(0, 0, 0, locked=True), (``blocked``: a ball of a random colour in front of
+    the door,) add_object(0, 0, "key", door colour), place_agent(0, 0)."""
     w, h = p.width, p.height
     color = common.integers(s, i, 0, 6)
     common.put(s, i, ROOM - 1, door_y, common.DOOR, color, common.LOCKED)
     s.target_x[i] = ROOM - 1
     s.target_y[i] = door_y
+    if blocked:
+        common.put(s, i, ROOM - 2, door_y, common.BALL, common.integers(s, i, 0, 6), 0)
     xy = common.place_obj_not_next_to_agent(s, i, w, h, 0, 0, ROOM, ROOM)
     common.put(s, i, xy // 65536, xy % 65536, common.KEY, color, 0)
     while True:  # RoomGrid.place_agent: until it faces an empty cell or a wall
