@@ -20,6 +20,16 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
+from batchenv.envs.minigrid import (
+    BatchBlockedUnlockPickup,
+    BatchCrossing,
+    BatchDoorKey,
+    BatchEmpty,
+    BatchFourRooms,
+    BatchLavaGap,
+    BatchUnlock,
+    BatchUnlockPickup,
+)
 from batchenv.envs.pong import BatchPong, PongParams
 from batchenv.registration import register
 
@@ -42,13 +52,51 @@ for _cls, _name in [(BatchAsterix, "Asterix"), (BatchBreakout, "Breakout"),
         register(_cls, f"batchenv/MinAtar-{_name}-v{_v}", gymnasium_id=f"MinAtar/{_name}-v{_v}",
                  kwargs={"minimal_action_set": bool(_v)})
 del _cls, _name, _v
+# MiniGrid (minigrid 3.x): the ids minigrid registers, as MiniGrid-* and batchenv/MiniGrid-*
+for _size in (5, 6, 8, 16):
+    register(BatchEmpty, f"batchenv/MiniGrid-Empty-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-Empty-{_size}x{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=4 * _size * _size)
+for _size in (5, 6):
+    register(BatchEmpty, f"batchenv/MiniGrid-Empty-Random-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-Empty-Random-{_size}x{_size}-v0",
+             kwargs={"size": _size, "random_start": True}, max_episode_steps=4 * _size * _size)
+for _size in (5, 6, 8, 16):
+    register(BatchDoorKey, f"batchenv/MiniGrid-DoorKey-{_size}x{_size}-v0",
+             gymnasium_id=f"MiniGrid-DoorKey-{_size}x{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=10 * _size * _size)
+register(BatchFourRooms, "batchenv/MiniGrid-FourRooms-v0", gymnasium_id="MiniGrid-FourRooms-v0",
+         max_episode_steps=100)
+for _size in (5, 6, 7):
+    register(BatchLavaGap, f"batchenv/MiniGrid-LavaGapS{_size}-v0",
+             gymnasium_id=f"MiniGrid-LavaGapS{_size}-v0", kwargs={"size": _size},
+             max_episode_steps=4 * _size * _size)
+for _size, _n in ((9, 1), (9, 2), (9, 3), (11, 5)):
+    for _name, _obstacle in (("LavaCrossing", "lava"), ("SimpleCrossing", "wall")):
+        register(BatchCrossing, f"batchenv/MiniGrid-{_name}S{_size}N{_n}-v0",
+                 gymnasium_id=f"MiniGrid-{_name}S{_size}N{_n}-v0",
+                 kwargs={"size": _size, "num_crossings": _n, "obstacle": _obstacle},
+                 max_episode_steps=4 * _size * _size)
+del _size, _n, _name, _obstacle
+register(BatchUnlock, "batchenv/MiniGrid-Unlock-v0", gymnasium_id="MiniGrid-Unlock-v0",
+         max_episode_steps=288)
+register(BatchUnlockPickup, "batchenv/MiniGrid-UnlockPickup-v0",
+         gymnasium_id="MiniGrid-UnlockPickup-v0", max_episode_steps=288)
+register(BatchBlockedUnlockPickup, "batchenv/MiniGrid-BlockedUnlockPickup-v0",
+         gymnasium_id="MiniGrid-BlockedUnlockPickup-v0", max_episode_steps=576)
 
 __all__ = [
     "AcrobotParams",
     "BatchAcrobot",
     "BatchAsterix",
+    "BatchBlockedUnlockPickup",
     "BatchBreakout",
     "BatchCartPole",
+    "BatchCrossing",
+    "BatchDoorKey",
+    "BatchEmpty",
+    "BatchFourRooms",
+    "BatchLavaGap",
     "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",
@@ -56,6 +104,8 @@ __all__ = [
     "BatchPong",
     "BatchSeaquest",
     "BatchSpaceInvaders",
+    "BatchUnlock",
+    "BatchUnlockPickup",
     "CartPoleParams",
     "MountainCarContinuousParams",
     "MountainCarParams",

@@ -1,0 +1,278 @@
+"""MiniGrid's objects, actions, view and rules for one env, as scalar code over arrays.
+
+Shared by every MiniGrid family (one module per family holds its generator). The rules are
+written in the per-env kernel form: ``step_env(p, s, i, action)`` advances row ``i`` of the
+state ``s`` (one array per field over the batch), ``observe_partial(p, s, i, obs)`` writes
+row ``i``'s 7x7x3 egocentric view into ``obs``. They follow ``minigrid`` 3.x
+(``minigrid/core/grid.py``, ``world_object.py``, ``minigrid_env.py``) word for word; the
+parity tests (``tests/test_minigrid.py``) compare them with ``minigrid`` at every step.
+
+Grid storage is ``minigrid``'s encoding: ``grid[i, x, y] = (type, colour, state)`` with
+``minigrid``'s indices (``OBJECT_TO_IDX``, ``COLOR_TO_IDX``; door state 0 open, 1 closed,
+2 locked), an empty cell being ``(EMPTY, 0, 0)``, so that the observation is a copy of
+cells. A box's contents live in ``contains[i, x, y] = (type, colour)`` (type 0: nothing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# minigrid/core/constants.py
+UNSEEN, EMPTY, WALL, FLOOR, DOOR, KEY, BALL, BOX, GOAL, LAVA, AGENT = range(11)
+RED, GREEN, BLUE, PURPLE, YELLOW, GREY = range(6)
+COLOR_NAMES = ("red", "green", "blue", "purple", "yellow", "grey")
+OBJECT_NAMES = ("unseen", "empty", "wall", "floor", "door", "key", "ball", "box", "goal",
+                "lava", "agent")
+OPEN, CLOSED, LOCKED = 0, 1, 2
+#: minigrid's DIR_TO_VEC: 0 right (+x), 1 down (+y), 2 left, 3 up
+DIR_DX = np.array([1, 0, -1, 0], dtype=np.int64)
+DIR_DY = np.array([0, 1, 0, -1], dtype=np.int64)
+# Actions (minigrid's Actions enum)
+LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE, DONE = range(7)
+VIEW = 7  # agent_view_size, minigrid's default
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_M64 = (1 << 64) - 1
+
+
+# --------------------------------------------------------------------------- random draws
+# Row i's stream, word for word as BatchRandom draws it. A stand-in for perenv.bits /
+# perenv.integers until that module lands (then these become aliases).
+def bits(s, i):  # type: ignore[no-untyped-def]
+    x = (int(s.rng_counter[i]) * _GOLDEN + int(s.rng_key[i])) & _M64
+    s.rng_counter[i] += 1
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & _M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & _M64
+    x ^= x >> 31
+    return x
+
+
+def integers(s, i, low, high):  # type: ignore[no-untyped-def]
+    """An integer uniform in [low, high) (minigrid's ``_rand_int(low, high)``)."""
+    return bits(s, i) % int(high - low) + int(low)
+
+
+# --------------------------------------------------------------------------- objects
+def can_overlap(t, st):  # type: ignore[no-untyped-def]
+    """minigrid's ``WorldObj.can_overlap``: empty, floor, goal, lava and open doors."""
+    return t == EMPTY or t == FLOOR or t == GOAL or t == LAVA or (t == DOOR and st == OPEN)
+
+
+def can_pickup(t):  # type: ignore[no-untyped-def]
+    return t == KEY or t == BALL or t == BOX
+
+
+def see_behind(t, st):  # type: ignore[no-untyped-def]
+    """Walls and closed or locked doors block the view."""
+    return not (t == WALL or (t == DOOR and st != OPEN))
+
+
+def clear_grid(s, i):  # type: ignore[no-untyped-def]
+    s.grid[i, :, :, 0] = EMPTY
+    s.grid[i, :, :, 1] = 0
+    s.grid[i, :, :, 2] = 0
+    s.contains[i] = 0
+    s.carry[i] = 0
+    s.step_count[i] = 0
+
+
+def put(s, i, x, y, t, c, st):  # type: ignore[no-untyped-def]
+    s.grid[i, x, y, 0] = t
+    s.grid[i, x, y, 1] = c
+    s.grid[i, x, y, 2] = st
+
+
+def wall_rect(s, i, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``Grid.wall_rect``: the outline of a rectangle in grey walls."""
+    for x in range(x0, x0 + w):
+        put(s, i, x, y0, WALL, GREY, 0)
+        put(s, i, x, y0 + h - 1, WALL, GREY, 0)
+    for y in range(y0, y0 + h):
+        put(s, i, x0, y, WALL, GREY, 0)
+        put(s, i, x0 + w - 1, y, WALL, GREY, 0)
+
+
+def vert_wall(s, i, x, y0, length):  # type: ignore[no-untyped-def]
+    for y in range(y0, y0 + length):
+        put(s, i, x, y, WALL, GREY, 0)
+
+
+def horz_wall(s, i, x0, y, length):  # type: ignore[no-untyped-def]
+    for x in range(x0, x0 + length):
+        put(s, i, x, y, WALL, GREY, 0)
+
+
+def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.place_obj``'s search: draw x then y until an empty cell that is not the
+    agent's; returns the cell as ``x * 65536 + y`` (the caller writes the object)."""
+    while True:
+        x = integers(s, i, x0, min(x0 + w, width))
+        y = integers(s, i, y0, min(y0 + h, height))
+        if s.grid[i, x, y, 0] != EMPTY:
+            continue
+        if x == s.agent_x[i] and y == s.agent_y[i]:
+            continue
+        return x * 65536 + y
+
+
+def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``place_obj`` with ``roomgrid.reject_next_to``: not within Manhattan distance 1 of
+    the agent."""
+    while True:
+        xy = place_obj(s, i, width, height, x0, y0, w, h)
+        if abs(s.agent_x[i] - xy // 65536) + abs(s.agent_y[i] - xy % 65536) >= 2:
+            return xy
+
+
+def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.place_agent``: an empty cell, then a direction in [0, 4)."""
+    s.agent_x[i] = -1
+    s.agent_y[i] = -1
+    xy = place_obj(s, i, width, height, x0, y0, w, h)
+    s.agent_x[i] = xy // 65536
+    s.agent_y[i] = xy % 65536
+    s.agent_dir[i] = integers(s, i, 0, 4)
+
+
+# --------------------------------------------------------------------------- rules
+def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.step`` for row ``i``: returns ``(reward, terminated)``."""
+    s.step_count[i] += 1
+    reward = 0.0
+    terminated = False
+    d = s.agent_dir[i]
+    fx = s.agent_x[i] + DIR_DX[d]
+    fy = s.agent_y[i] + DIR_DY[d]
+    t = s.grid[i, fx, fy, 0]
+    st = s.grid[i, fx, fy, 2]
+    if action == LEFT:
+        s.agent_dir[i] = (d + 3) % 4
+    elif action == RIGHT:
+        s.agent_dir[i] = (d + 1) % 4
+    elif action == FORWARD:
+        if can_overlap(t, st):
+            s.agent_x[i] = fx
+            s.agent_y[i] = fy
+        if t == GOAL:
+            terminated = True
+            reward = 1.0 - 0.9 * (s.step_count[i] / p.max_steps)
+        elif t == LAVA:
+            terminated = True
+    elif action == PICKUP:
+        if can_pickup(t) and s.carry[i, 0] == 0:
+            s.carry[i, 0] = t
+            s.carry[i, 1] = s.grid[i, fx, fy, 1]
+            s.carry[i, 2] = st
+            s.carry[i, 3] = s.contains[i, fx, fy, 0]
+            s.carry[i, 4] = s.contains[i, fx, fy, 1]
+            put(s, i, fx, fy, EMPTY, 0, 0)
+            s.contains[i, fx, fy, 0] = 0
+            s.contains[i, fx, fy, 1] = 0
+    elif action == DROP:
+        if t == EMPTY and s.carry[i, 0] != 0:
+            put(s, i, fx, fy, s.carry[i, 0], s.carry[i, 1], s.carry[i, 2])
+            s.contains[i, fx, fy, 0] = s.carry[i, 3]
+            s.contains[i, fx, fy, 1] = s.carry[i, 4]
+            s.carry[i] = 0
+    elif action == TOGGLE:
+        if t == DOOR:
+            if st == LOCKED:
+                # Door.toggle: a key of the door's colour unlocks and opens it
+                if s.carry[i, 0] == KEY and s.carry[i, 1] == s.grid[i, fx, fy, 1]:
+                    s.grid[i, fx, fy, 2] = OPEN
+            else:
+                s.grid[i, fx, fy, 2] = CLOSED if st == OPEN else OPEN
+        elif t == BOX:
+            # Box.toggle: the box is replaced by its contents (or nothing)
+            ct = s.contains[i, fx, fy, 0]
+            if ct == 0:
+                put(s, i, fx, fy, EMPTY, 0, 0)
+            else:
+                put(s, i, fx, fy, ct, s.contains[i, fx, fy, 1], 0)
+            s.contains[i, fx, fy, 0] = 0
+            s.contains[i, fx, fy, 1] = 0
+    return reward, terminated
+
+
+def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.gen_obs()["image"]``: the 7x7x3 egocentric view, indexed ``[x, y]``
+    of the view (the agent at ``(3, 6)`` facing up), with ``see_through_walls=False``
+    occlusion (``Grid.process_vis``) and the carried object in the agent's cell."""
+    d = s.agent_dir[i]
+    fdx = DIR_DX[d]
+    fdy = DIR_DY[d]
+    rdx = -fdy  # the agent's right
+    rdy = fdx
+    ax = s.agent_x[i]
+    ay = s.agent_y[i]
+    width = p.width
+    height = p.height
+    # obs doubles as the view grid: gather, then mask in place
+    for vx in range(VIEW):
+        for vy in range(VIEW):
+            ahead = VIEW - 1 - vy
+            side = vx - VIEW // 2
+            wx = ax + fdx * ahead + rdx * side
+            wy = ay + fdy * ahead + rdy * side
+            if 0 <= wx < width and 0 <= wy < height:
+                obs[vx, vy, 0] = s.grid[i, wx, wy, 0]
+                obs[vx, vy, 1] = s.grid[i, wx, wy, 1]
+                obs[vx, vy, 2] = s.grid[i, wx, wy, 2]
+            else:  # Grid.slice: outside the grid is wall
+                obs[vx, vy, 0] = WALL
+                obs[vx, vy, 1] = GREY
+                obs[vx, vy, 2] = 0
+    # Grid.process_vis, with the mask packed in one int (bit x * 7 + y)
+    mask = 1 << ((VIEW // 2) * VIEW + VIEW - 1)
+    if p.see_through_walls:  # minigrid then shows the whole view
+        mask = (1 << (VIEW * VIEW)) - 1
+    for j in range(VIEW - 1, -1, -1):
+        for x in range(VIEW - 1):
+            if not (mask >> (x * VIEW + j)) & 1:
+                continue
+            if not see_behind(obs[x, j, 0], obs[x, j, 2]):
+                continue
+            mask |= 1 << ((x + 1) * VIEW + j)
+            if j > 0:
+                mask |= 1 << ((x + 1) * VIEW + j - 1)
+                mask |= 1 << (x * VIEW + j - 1)
+        for x in range(VIEW - 1, 0, -1):
+            if not (mask >> (x * VIEW + j)) & 1:
+                continue
+            if not see_behind(obs[x, j, 0], obs[x, j, 2]):
+                continue
+            mask |= 1 << ((x - 1) * VIEW + j)
+            if j > 0:
+                mask |= 1 << ((x - 1) * VIEW + j - 1)
+                mask |= 1 << (x * VIEW + j - 1)
+    for x in range(VIEW):
+        for j in range(VIEW):
+            if not (mask >> (x * VIEW + j)) & 1:
+                obs[x, j, 0] = UNSEEN
+                obs[x, j, 1] = 0
+                obs[x, j, 2] = 0
+    # the agent's cell shows what it carries (or nothing)
+    c = VIEW // 2
+    if s.carry[i, 0] != 0:
+        obs[c, VIEW - 1, 0] = s.carry[i, 0]
+        obs[c, VIEW - 1, 1] = s.carry[i, 1]
+        obs[c, VIEW - 1, 2] = s.carry[i, 2]
+    else:
+        obs[c, VIEW - 1, 0] = EMPTY
+        obs[c, VIEW - 1, 1] = 0
+        obs[c, VIEW - 1, 2] = 0
+
+
+def observe_full(p, s, i, obs):  # type: ignore[no-untyped-def]
+    """``FullyObsWrapper``'s image: the whole grid encoded, the agent's cell
+    ``(AGENT, red, dir)``."""
+    for x in range(p.width):
+        for y in range(p.height):
+            obs[x, y, 0] = s.grid[i, x, y, 0]
+            obs[x, y, 1] = s.grid[i, x, y, 1]
+            obs[x, y, 2] = s.grid[i, x, y, 2]
+    obs[s.agent_x[i], s.agent_y[i], 0] = AGENT
+    obs[s.agent_x[i], s.agent_y[i], 1] = RED
+    obs[s.agent_x[i], s.agent_y[i], 2] = s.agent_dir[i]
