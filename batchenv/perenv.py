@@ -127,26 +127,27 @@ def normal(s: Any, i: int, loc: float, scale: float) -> float:
 
 
 # ---------------------------------------------------------------- the loops
-def _make_loops(reset_env: Any, step_env: Any, observe_env: Any, prange: Any,
+def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
                 jit_inner: Any) -> dict[str, Any]:
-    """The batch loops around one class's kernels (compiled by the caller, or not)."""
+    """The batch loops around one class's kernels (compiled by the caller, or not). Each
+    runs over rows ``[lo, hi)``: a thread takes one block of rows (:meth:`Runner._run`)."""
 
-    def step_all(p, s, action, reward, terminated):  # numpy form: step_envs
-        for i in prange(len(reward)):
+    def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
+        for i in range(lo, hi):
             r, t = step_env(p, s, i, action[i])
             reward[i] = r
             terminated[i] = t
 
-    def reset_all(p, s):  # numpy form: reset_envs (every row of s)
-        for i in prange(len(s.elapsed_steps)):
+    def reset_all(p, s, lo, hi):  # numpy form: reset_envs (every row of s)
+        for i in range(lo, hi):
             reset_env(p, s, i)
 
-    def reset_some(p, s, rows):  # numpy form: reset_rows
-        for k in prange(len(rows)):
+    def reset_some(p, s, rows, lo, hi):  # numpy form: reset_rows
+        for k in range(lo, hi):
             reset_env(p, s, rows[k])
 
-    def observe_all(p, s, out):  # numpy form: observe
-        for i in prange(len(out)):
+    def observe_all(p, s, out, lo, hi):  # numpy form: observe
+        for i in range(lo, hi):
             observe_env(p, s, i, out[i])
 
     def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
@@ -182,8 +183,8 @@ def _make_loops(reset_env: Any, step_env: Any, observe_env: Any, prange: Any,
     step_one = jit_inner(step_one)
 
     def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, final, mode,
-                   max_steps):  # the whole step in one pass
-        for i in prange(len(reward)):
+                   max_steps, lo, hi):  # the whole step in one pass
+        for i in range(lo, hi):
             step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final,
                      mode, max_steps)
 
@@ -194,24 +195,35 @@ def _make_loops(reset_env: Any, step_env: Any, observe_env: Any, prange: Any,
 _COMPILED: dict[tuple[type, str, bool], dict[str, Any]] = {}
 
 
-def _loops(cls: type, how: str, parallel: bool) -> dict[str, Any]:
+def _loops(cls: type, how: str, borrowing: bool = True) -> dict[str, Any]:
     """The loops of ``cls``'s kernels: compiled with numba (``how == "numba"``, made once per
-    class and thread mode; numba compiles each on first call) or plain Python."""
-    key = (cls, how, parallel)
+    class and thread mode; numba compiles each on first call) or plain Python.
+
+    ``borrowing``: compiled without numba's reference counting (its private ``_nrt=False``
+    option). The loops only borrow the caller's arrays, and with reference counting every
+    access to a field of ``s`` and every ``out[i]`` view costs an atomic increment and
+    decrement, in every env's pass: most of a light step's time (docs/performance.md). A
+    kernel that allocates arrays needs reference counting: :class:`Runner` then falls back
+    to ``borrowing=False`` (the same results)."""
+    key = (cls, how, borrowing)
     loops = _COMPILED.get(key)
     if loops is None:
         reset_env, step_env, observe_env = (getattr(cls, name) for name in PER_ENV_KERNELS)
         if how == "python":
-            loops = _make_loops(reset_env, step_env, observe_env, prange=range,
-                                jit_inner=lambda f: f)
+            loops = _make_loops(reset_env, step_env, observe_env, jit_inner=lambda f: f)
         else:
             import numba
 
-            jit = numba.njit(nogil=True)
-            made = _make_loops(jit(reset_env), jit(step_env), jit(observe_env),
-                               prange=numba.prange if parallel else range, jit_inner=jit)
-            loops = {name: numba.njit(nogil=True, parallel=parallel)(f)
-                     for name, f in made.items()}
+            # inlined into the loop: a call that passes arrays would count references to
+            # each of them, in every env's pass (docs/performance.md)
+            jit = numba.njit(nogil=True, inline="always")
+            made = _make_loops(jit(reset_env), jit(step_env), jit(observe_env), jit_inner=jit)
+            # nogil: the threads of num_threads > 1 run blocks of rows at once
+            options: dict[str, Any] = {"nogil": True}
+            if borrowing:
+                options["_nrt"] = False
+            outer: Any = numba.njit  # (_nrt is not in numba's type stubs)
+            loops = {name: outer(**options)(f) for name, f in made.items()}
         _COMPILED[key] = loops
     return loops
 
@@ -285,9 +297,13 @@ class Runner:
 
     def __init__(self, env: BatchEnv, kernels: str, num_threads: int) -> None:
         cls = type(env)
+        self.cls = cls
         self.kernels = kernels
         self.num_threads = num_threads
-        self.loops = _loops(cls, kernels, num_threads > 1)
+        self.borrowing = kernels == "numba"
+        self.loops = _loops(cls, kernels, self.borrowing)
+        self._pool: Any = None
+        self._compiled: set[str] = set()  # loops called (so compiled) already
         names = env.full_state_dtype.names or ()
         make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
         self.state_tuple: Any = make_tuple(f"{cls.__name__}Fields", names)
@@ -318,42 +334,69 @@ class Runner:
             held = self._fields_of[id(s)] = (s, self.state_tuple(*(a for _, a in s)))
         return held[1]
 
-    def _run(self, name: str, *args: Any) -> None:
-        loop = self.loops[name]
+    def _run(self, name: str, n: int, *args: Any) -> None:
+        """Run loop ``name`` over rows ``[0, n)``: in one call, or (``num_threads > 1``) in
+        ``num_threads`` blocks of rows at once on threads (the loops release the GIL). Every
+        env's pass reads and writes only its own row, so the blocks never meet and the
+        results are the same for every thread count."""
         if self.kernels == "python":
             with np.errstate(over="ignore"):  # the streams' uint64 arithmetic wraps
-                loop(*args)
+                self.loops[name](*args, 0, n)
             return
-        if self.num_threads > 1:
-            import numba
+        start = 0
+        if name not in self._compiled:
+            from numba.core.errors import NumbaError
 
-            numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-        loop(*args)
+            try:
+                self.loops[name](*args, 0, min(n, 1))  # compiles (first call): a refusal
+            except NumbaError:  # changes nothing; e.g. a kernel allocates: compile with
+                if not self.borrowing:  # reference counting (the same results)
+                    raise
+                self.borrowing = False
+                self.loops = _loops(self.cls, self.kernels, False)
+                self.loops[name](*args, 0, min(n, 1))
+            if n >= 1:
+                self._compiled.add(name)
+            start = min(n, 1)
+        loop = self.loops[name]
+        if self.num_threads == 1 or n - start < 2 * self.num_threads:
+            loop(*args, start, n)
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="batchenv")
+        bounds = np.linspace(start, n, self.num_threads + 1).astype(int).tolist()
+        futures = [self._pool.submit(loop, *args, lo, hi)
+                   for lo, hi in zip(bounds[:-1], bounds[1:])]
+        for future in futures:
+            future.result()
 
     # the numpy-form kernels, as loops over the rows
     def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
         self.p = self.params(env)
-        self._run("reset_all", self.p, self.fields(s))
+        self._run("reset_all", len(s), self.p, self.fields(s))
 
     def reset_rows(self, env: BatchEnv, s: State, rows: np.ndarray, rng: Any) -> None:
         self.p = self.params(env)
-        self._run("reset_some", self.p, self.fields(s), np.asarray(rows, dtype=np.int64))
+        rows = np.asarray(rows, dtype=np.int64)
+        self._run("reset_some", len(rows), self.p, self.fields(s), rows)
 
     def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
         reward = np.zeros(len(action), dtype=np.float64)
         terminated = np.zeros(len(action), dtype=np.bool_)
-        self._run("step_all", self.p, self.fields(s), action, reward, terminated)
+        self._run("step_all", len(action), self.p, self.fields(s), action, reward, terminated)
         return reward, terminated
 
     def observe(self, env: BatchEnv, s: State, out: np.ndarray) -> None:
-        self._run("observe_all", self.p, self.fields(s), out)
+        self._run("observe_all", len(out), self.p, self.fields(s), out)
 
     def step(self, env: BatchEnv, action: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The whole step in one pass (the caller validated ``action``)."""
         max_steps = env.max_episode_steps or 0
-        self._run("step_fused", self.p, self.fields(env.state), action, env._reward,
+        self._run("step_fused", env.num_envs, self.p, self.fields(env.state), action, env._reward,
                   env._terminated, env._truncated, env._obs, self.final_obs, self.final,
                   _MODES[env.autoreset_mode], max_steps)
         info: dict[str, Any] = {}
