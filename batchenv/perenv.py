@@ -234,7 +234,7 @@ _warned_no_numba: set[type] = set()
 def has_per_env_kernels(cls: type) -> bool:
     """Whether ``cls`` defines the per-env kernels (all three)."""
     present = [callable(getattr(cls, name, None)) for name in PER_ENV_KERNELS]
-    if any(present) and not all(present):
+    if any(present) and not all(present) and not has_numpy_kernels(cls):
         missing = [n for n, ok in zip(PER_ENV_KERNELS, present) if not ok]
         raise TypeError(f"{cls.__name__} defines some per-env kernels but not {missing}: a "
                         f"per-env env defines all of {list(PER_ENV_KERNELS)}")
