@@ -13,6 +13,9 @@ import batchenv
 from batchenv.single import SingleEnv
 
 IDS = batchenv.list_envs()
+#: The ids whose env renders rgb_array frames (MiniGrid's rendering is not built yet).
+RENDER_IDS = [i for i in IDS
+              if "rgb_array" in batchenv.registry[i].load().metadata.get("render_modes", ())]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +54,7 @@ def test_make_is_row_0_of_a_batch_step_by_step(env_id):
             break
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", RENDER_IDS)
 def test_make_renders_env_0(env_id):
     env = gym.make(env_id, render_mode="rgb_array")
     env.reset(seed=0)
