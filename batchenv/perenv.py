@@ -290,6 +290,22 @@ def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
     return kernels, threads
 
 
+_TUPLE_CLASSES: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _tuple_class(kind: str, names: tuple[str, ...]) -> Any:
+    """The namedtuple class of ``s`` (``kind="Fields"``) or ``p`` (``"Params"``) with these
+    field names, one per process: numba types a namedtuple by its class, so classes whose
+    states have the same fields (a family's envs, its subclasses) share every compiled
+    helper that takes ``s`` or ``p`` instead of compiling each again."""
+    key = (kind, tuple(names))
+    made = _TUPLE_CLASSES.get(key)
+    if made is None:
+        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
+        made = _TUPLE_CLASSES[key] = make_tuple(kind, names)
+    return made
+
+
 class Runner:
     """What a per-env env runs: the loops of its class's kernels, bound as its numpy-form
     kernels (so that everything built on those, ``check_env``, debug mode, sharding, works
@@ -305,12 +321,10 @@ class Runner:
         self._pool: Any = None
         self._compiled: set[str] = set()  # loops called (so compiled) already
         names = env.full_state_dtype.names or ()
-        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
-        self.state_tuple: Any = make_tuple(f"{cls.__name__}Fields", names)
+        self.state_tuple: Any = _tuple_class("Fields", names)
         params = tuple(getattr(cls, "kernel_params", ()))
         self.param_names = params
-        self.param_tuple: Any = make_tuple(f"{cls.__name__}Params", params) if params \
-            else tuple
+        self.param_tuple: Any = _tuple_class("Params", params) if params else tuple
         space = env.single_observation_space
         if not space.shape:
             raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
