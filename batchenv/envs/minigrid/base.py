@@ -24,7 +24,7 @@ OBSERVATIONS = ("image", "full")
 class BatchMiniGrid(BatchEnv):
     """Common part of every MiniGrid family; see the family classes for their pages."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
     single_action_space = spaces.Discrete(7)
     #: the family's mission string (the same for every env of the family, unless the family
     #: overrides :meth:`missions`)
@@ -73,6 +73,13 @@ class BatchMiniGrid(BatchEnv):
     step_env = staticmethod(common.step_env)
     #: the view chosen by ``observation`` (``p.full_view``)
     observe_env = staticmethod(common.observe_env)
+
+    def render_envs(self, s: Any) -> list[np.ndarray]:
+        """``rgb_array``: each env's whole grid with ``minigrid``'s tiles (32 pixels a cell,
+        the cells the agent sees highlighted), as ``minigrid``'s ``render()``."""
+        from batchenv.envs.minigrid import render
+
+        return [render.frame(self, s, i) for i in range(len(s))]
 
     def missions(self) -> tuple[str, ...]:
         """Each env's mission string."""
