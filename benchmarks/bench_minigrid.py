@@ -2,6 +2,7 @@
 
     python benchmarks/bench_minigrid.py                          # the default ids, 4096 envs
     python benchmarks/bench_minigrid.py --ids MiniGrid-DoorKey-8x8-v0 --num-envs 1024 --rounds 3
+    python benchmarks/bench_minigrid.py --compile   # the first reset and step of each id
 
 Per id, in rounds that alternate the two (medians over rounds), random actions, resets
 included, one thread:
@@ -62,6 +63,19 @@ def time_minigrid(env_id: str, steps: int) -> float:
     return (time.process_time() - t) / steps
 
 
+def compile_times(env_ids: list[str]) -> None:
+    """CPU seconds of each id's first reset, step and masked reset in this process (what
+    compiles its class's loops; a class met before costs nothing)."""
+    for env_id in env_ids:
+        t = time.process_time()
+        env = batchenv.make(env_id, 64)
+        env.reset(seed=0)
+        env.step(np.zeros(64, dtype=np.int64))
+        env.reset(options={"reset_mask": np.arange(64) % 2 == 0})
+        print(f"{env_id:36s} {time.process_time() - t:6.1f} s CPU (first reset and step)",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ids", nargs="+", default=[
@@ -72,7 +86,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--ref-steps", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--compile", action="store_true",
+                    help="print each id's compile time (CPU) instead, in one process")
     args = ap.parse_args()
+    if args.compile:
+        compile_times(args.ids)
+        return
     print(f"{'id':36s} {'batchenv ns/step':>17s} {'minigrid ns/step':>17s} {'ratio':>8s} "
           f"{'bytes/env':>10s}")
     for env_id in args.ids:
