@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 from asteroids_perenv import (
-    B,
     BULLET_LIFE,
     BULLET_VX,
     BULLET_VY,
+    BULLETS_AT,
     CRASH_DIST2,
     DIR_X,
     DIR_Y,
@@ -24,23 +24,23 @@ from asteroids_perenv import (
     FIRE,
     FIRE_COOLDOWN,
     HALF,
-    BULLETS_AT,
     HIT_DIST2,
-    K,
     LEFT,
     MAX_SPEED,
     N_DIRS,
     N_START,
     RIGHT,
-    ROCKS_AT,
     ROCK_VX,
     ROCK_VY,
+    ROCKS_AT,
     SAFE,
     THRUST,
     THRUST_X,
     THRUST_Y,
     WORLD,
     Asteroids,
+    B,
+    K,
 )
 
 from batchenv.entities import first_free

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 from asteroids_perenv import (
-    B,
     BULLET_LIFE,
     BULLET_SPEED,
     CRASH_DIST2,
@@ -23,7 +22,6 @@ from asteroids_perenv import (
     FIRE_COOLDOWN,
     HALF,
     HIT_DIST2,
-    K,
     LEFT,
     MAX_SPEED,
     N_DIRS,
@@ -34,6 +32,8 @@ from asteroids_perenv import (
     THRUST,
     THRUST_POWER,
     WORLD,
+    B,
+    K,
 )
 
 from batchenv import BatchRandom
