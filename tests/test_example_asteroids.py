@@ -172,7 +172,13 @@ def test_both_forms_equal_the_scalar_reference(form):
     assert splits > 0 and crashes > 0, (splits, crashes)
 
 
-def test_check_env_passes_on_the_per_env_form():
+def test_check_env_passes_on_the_per_env_functions():
+    """The contract on the per-env functions as a Python loop (no compilation: seconds)."""
+    check_env(lambda n: Asteroids(n, kernels="python"), num_envs=4, steps=24)
+
+
+@pytest.mark.slow  # compiles the loops of every mode (minutes on a loaded machine); the
+def test_check_env_passes_on_the_compiled_form():  # fast test above runs the same functions
     check_env(Asteroids)
 
 
