@@ -183,6 +183,29 @@ class TestLocalRay:
                                                  local=True)
         assert shared == [not store]
 
+    def test_a_killed_actor_leaves_the_drivers_blocks_to_the_driver(self) -> None:
+        """Shared memory has one owner: an actor that mapped the driver's trajectory blocks
+        unlinks none of them when it dies (attaching with SharedMemory registered them with
+        the actor's resource tracker, which unlinks at exit unless told otherwise through a
+        private API); close() unlinks them all."""
+        before = shm_blocks()
+        env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray", timeout=60)
+        try:
+            env.reset(seed=0)
+            env.collect(lambda obs: np.zeros(len(obs), np.int64), 5)  # by value
+            ours = shm_blocks() - before
+            assert sum("_traj" in name for name in ours) == 4  # obs, actions, rewards, flags
+            pid = env.worker_pids[0]
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30  # a bound for Ray to reap it, not a timing
+            while time.monotonic() < deadline and alive(pid):
+                time.sleep(0.1)
+            time.sleep(1.0)  # what a tracker of the actor's would take to unlink
+            assert shm_blocks() - before == ours
+        finally:
+            env.close()
+        assert shm_blocks() == before
+
     def test_double_buffered_halves_alternate(self) -> None:
         env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")
         ref = BatchPong(N)
