@@ -9,7 +9,8 @@ Workers import ``batchenv`` by name, so the two versions cannot share a process 
 ``PYTHONPATH`` holds one version (the other revision extracted with ``git archive``), the
 rounds alternating old, new, new, old, ... so both see the same machine load. Prints the
 median milliseconds per ``step`` and per ``collect`` step of each, and new/old.
-Cases: BatchPong 65536 (state) and 4096 (pixels), 2 workers, process backend.
+Cases: BatchPong 65536 (state) and 4096 (pixels), 2 workers, process backend; ``--small``
+adds 64 state envs (where the per-step handshake is most of the time).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def main() -> None:
     parser.add_argument("--ref", default="main")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--small", action="store_true", help="also 64 state envs")
     args = parser.parse_args()
+    cases = CASES + ([("BatchPong 64 state", 64, "state")] if args.small else [])
     with tempfile.TemporaryDirectory() as tmp:
         old = os.path.join(tmp, "old")
         os.makedirs(old)
@@ -74,8 +77,8 @@ def main() -> None:
         with open(probe, "w") as f:
             f.write(_PROBE)
         print(f"new: {ROOT} (this checkout); old: {args.ref}; {args.rounds} rounds, "
-              f"{args.steps} steps each")
-        for label, n, obs_type in CASES:
+              f"{args.steps} steps each; load average {os.getloadavg()[0]:.1f}")
+        for label, n, obs_type in cases:
             got: dict[str, dict[str, list[float]]] = {
                 "old": {"step": [], "collect": []}, "new": {"step": [], "collect": []}}
             for r in range(args.rounds):
@@ -91,7 +94,8 @@ def main() -> None:
             for key in ("step", "collect"):
                 o, w = (statistics.median(got[v][key]) for v in ("old", "new"))
                 print(f"{label:24s} {key:8s} old {o * 1e3:8.2f} ms  new {w * 1e3:8.2f} ms  "
-                      f"new/old {w / o:5.2f}")
+                      f"new/old {w / o:5.2f}", flush=True)
+        print(f"# load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
