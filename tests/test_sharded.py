@@ -527,6 +527,16 @@ def test_step_infos_come_through_the_pipe(info_every: int) -> None:
             ref.close()
 
 
+def test_semaphores_are_unlinked_on_close() -> None:
+    """The handshake's named POSIX semaphores (/dev/shm/sem.*) go with the env."""
+    env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
+    backend = env._backend
+    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in backend.go + backend.done]
+    assert len(names) == 4 and all(os.path.exists(name) for name in names)
+    env.close()
+    assert not any(os.path.exists(name) for name in names)
+
+
 def test_a_hung_worker_times_out_and_close_returns() -> None:
     env = ShardedVectorEnv(BatchPong, N, num_workers=2, timeout=0.5)
     pids = env.worker_pids

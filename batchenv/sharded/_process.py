@@ -7,14 +7,24 @@ and writes only its rows ``[a_k, b_k)``. Workers start by ``forkserver`` (Linux)
 ``spawn``: never ``fork``, which would copy the driver's threads' locks (torch, Ray, the
 user's) in whatever state they are.
 
-**Commands.** The driver sends a command ``(cmd, arg)`` through the worker's pipe and the
-worker replies ``("ok", result)`` or ``("error", ...)``; a step is ``("step", None)``, its
-actions being in shared memory already, and its reply ``("ok", None)`` unless the env
-returned other info. Both sides block on well-kept primitives, nothing is polled: the
-worker in ``recv`` (the driver's end closing, when the driver dies, ends it), the driver in
-``multiprocessing.connection.wait`` on the replies and the workers' sentinels together, so
-a worker that dies is reported at once, whichever shard it is. An A/B of the earlier
-spin-then-block handshake against blocking is in docs/performance.md.
+**The handshake.** Each worker has two semaphores, ``go`` (driver to worker) and ``done``
+(worker to driver), and a slot in a shared ``control`` array: the command kind the driver
+sets before posting ``go``, the status the worker sets before posting ``done``. A step
+needs nothing else: the actions are already in shared memory, so the driver sets STEP and
+posts ``go``, and the worker steps and posts ``done``; no pipe, no pickle. Every other
+command (reset, get_state, collect, ...) is kind MESSAGE: ``go`` is posted first, then the
+command is pickled through the worker's pipe. A reply that carries data (any reply to a
+MESSAGE, a step's error or non-empty info) sets status REPLY, posts ``done`` and then
+sends; the driver reads the pipe when it sees REPLY. Posting before sending keeps large
+messages (a policy's weights, ``get_state`` of a big batch) from deadlocking on a full
+pipe. Commands and replies alternate per worker, so one kind slot and one status slot
+suffice.
+
+**Waiting.** Both sides block on their semaphore, nothing polls (an A/B of the earlier
+spin-then-block waits found no gain: docs/performance.md). A wait is cut in slices of
+``_SLICE`` seconds so that a dead peer is noticed: the driver checks its workers'
+sentinels (a killed worker raises ``ShardError`` within a slice, whichever shard it is), a
+worker checks its pipe (the driver's end closes when the driver dies).
 
 Clean-up: ``weakref.finalize`` (in ``ShardedVectorEnv``) closes the backend on
 ``close()``, when the env is garbage-collected, and at interpreter exit; in the process
@@ -42,6 +52,14 @@ from batchenv.sharded._shm import Attached, Blocks, TrajectoryArrays, attach
 
 _JOIN_SECONDS = 2.0  # a worker asked to exit gets this long before terminate()
 _KILL_SECONDS = 1.0  # ... and this long after terminate() before kill()
+#: A blocking wait is cut into slices this long, to notice a dead peer.
+_SLICE = 0.05
+
+# The control array, one column per worker: row _KIND (set by the driver before go), row
+# _STATUS (set by the worker before done).
+_KIND, _STATUS = 0, 1
+STEP, MESSAGE, CLOSE = 1, 2, 3  # kinds: step the shard / read the pipe / exit
+OK, REPLY = 0, 1  # statuses: nothing to read / a reply follows in the pipe
 
 
 def _describe(exc: BaseException) -> tuple[str, str, str, bytes | None]:
@@ -52,52 +70,78 @@ def _describe(exc: BaseException) -> tuple[str, str, str, bytes | None]:
     return type(exc).__name__, str(exc), traceback.format_exc(), pickled
 
 
-def worker_main(env_cls: type, start: int, stop: int, env_kwargs: dict[str, Any],
-                specs: dict[str, tuple], conn: connection.Connection) -> None:
-    """A worker's loop: build the shard, then serve commands until ``close`` or until the
-    driver is gone."""
+def worker_main(env_cls: type, k: int, start: int, stop: int, env_kwargs: dict[str, Any],
+                specs: dict[str, tuple], conn: connection.Connection, go: Any, done: Any
+                ) -> None:
+    """A worker's loop: build the shard, then serve commands until CLOSE or the driver is
+    gone (see the module docstring for the handshake)."""
     # Ctrl-C goes to the whole process group: the driver handles it and closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    control = attach(specs["control"])
+
+    def reply(message: tuple) -> None:
+        control[_STATUS, k] = REPLY
+        done.release()  # before sending: the driver reads while we write
+        _send(conn, message)
+
     try:
         shard = Shard(env_cls, stop - start, env_kwargs)
-        views = rows({key: attach(spec) for key, spec in specs.items()}, start, stop)
+        views = rows({key: attach(spec) for key, spec in specs.items() if key != "control"},
+                     start, stop)
         adopt_buffers(shard.env, views)
     except BaseException as exc:  # noqa: BLE001  (reported to the driver, which raises)
-        conn.send(("error", _describe(exc)))
+        reply(("error", _describe(exc)))
         return
     # the driver sends nothing during a rollout: a readable pipe is its end closing
     shard.driver_gone = lambda: conn.poll(0)
     trajectories = Attached()
-    reply: tuple = ("ok", os.getpid())
-    while _send(conn, reply):
-        try:
-            cmd, arg = conn.recv()
-        except (EOFError, OSError):  # the driver is gone
-            break
-        if cmd == "close":
+    reply(("ok", os.getpid()))
+    while _wait_go(go, conn):
+        kind = control[_KIND, k]
+        if kind == CLOSE:
             break
         try:
-            if cmd == "collect":
-                payload, steps, traj_specs = arg
-                arg = (None if payload is None else pickle.loads(payload), steps,
-                       rows(trajectories(traj_specs), start, stop, axis=1))
-            reply = ("ok", shard.run(cmd, arg, views))
+            if kind == STEP:  # the fast path: no pipe, no pickle
+                info = shard.run("step", None, views)
+                if not info:
+                    control[_STATUS, k] = OK
+                    done.release()
+                    continue
+                result: Any = info
+            else:
+                try:
+                    cmd, arg = conn.recv()
+                except (EOFError, OSError):  # the driver is gone
+                    break
+                if cmd == "collect":
+                    payload, steps, traj_specs = arg
+                    arg = (None if payload is None else pickle.loads(payload), steps,
+                           rows(trajectories(traj_specs), start, stop, axis=1))
+                result = shard.run(cmd, arg, views)
         except DriverGone:
             break
         except BaseException as exc:  # noqa: BLE001
-            reply = ("error", _describe(exc))
+            reply(("error", _describe(exc)))
+        else:
+            reply(("ok", result))
 
 
-def _send(conn: connection.Connection, reply: tuple) -> bool:
-    """Send a reply (one that does not pickle: the error saying so); False if the driver
-    is gone."""
+def _wait_go(go: Any, conn: connection.Connection) -> bool:
+    """Take the driver's next ``go`` (True), or False if the driver is gone."""
+    while not go.acquire(True, _SLICE):
+        if conn.poll(0):  # the driver posts go before it sends: without a go pending,
+            return bool(go.acquire(False))  # a readable pipe is its end closing
+    return True
+
+
+def _send(conn: connection.Connection, reply: tuple) -> None:
+    """Send a reply (one that does not pickle: the error saying so)."""
     try:
         conn.send(reply)
-    except (EOFError, OSError):
-        return False
+    except (EOFError, OSError):  # the driver is gone: the next wait notices
+        pass
     except Exception as exc:  # noqa: BLE001  (pickling the result failed: nothing sent)
-        return _send(conn, ("error", _describe(exc)))
-    return True
+        conn.send(("error", _describe(exc)))
 
 
 class ProcessBackend:
@@ -115,6 +159,8 @@ class ProcessBackend:
         self.owner = os.getpid()
         self.processes: list[Any] = []
         self.conns: list[connection.Connection] = []
+        self.go: list[Any] = []
+        self.done: list[Any] = []
         self.hung: set[int] = set()  # shards that timed out: killed without waiting
         method = start_method or default_start_method()
         if method == "fork":
@@ -123,7 +169,9 @@ class ProcessBackend:
         self.blocks = Blocks()
         _LIVE.add(self)
         try:
-            self.arrays, specs = self.blocks.new(layout, "batch")
+            self.arrays, specs = self.blocks.new(
+                {**layout, "control": ((2, self.num_shards), np.int64)}, "batch")
+            self.control = self.arrays.pop("control")
             #: collect's trajectories, in shared memory too
             self.trajectories = TrajectoryArrays(self.blocks)
             ctx: Any = mp.get_context(method)
@@ -131,10 +179,13 @@ class ProcessBackend:
                 ctx.set_forkserver_preload(["batchenv"])
             for k in range(self.num_shards):
                 parent, child = ctx.Pipe()
+                go, done = ctx.Semaphore(0), ctx.Semaphore(0)
                 proc = ctx.Process(target=worker_main, daemon=True,
                                    name=f"batchenv-shard-{k + first_shard}",
-                                   args=(env_cls, bounds[k], bounds[k + 1], env_kwargs,
-                                         specs, child))
+                                   args=(env_cls, k, bounds[k], bounds[k + 1], env_kwargs,
+                                         specs, child, go, done))
+                self.go.append(go)
+                self.done.append(done)
                 proc.start()
                 child.close()
                 self.processes.append(proc)
@@ -151,55 +202,81 @@ class ProcessBackend:
 
     def start(self, k: int, cmd: str, arg: Any = None) -> None:
         """Send shard ``k`` a command; ``finish`` waits for its reply."""
-        try:
+        self.control[_KIND, k] = STEP if cmd == "step" else MESSAGE
+        self.go[k].release()
+        if cmd == "step":  # the actions are in shared memory already
+            return
+        try:  # after go: the worker reads while we write
             self.conns[k].send((cmd, arg))
         except (OSError, ValueError):  # its end is closed: finish() reports how it died
             pass
 
     def finish(self, shards: Any, *, what: str = "step", timeout: float | None = None
                ) -> list[Any]:
-        """The replies of ``shards`` (in order); ``ShardError`` naming the first shard (in
-        shard order) that raised, died or did not answer within the timeout. Waits for
-        every reply unless a worker died (reported at once: the env is unusable then)."""
+        """The replies of ``shards`` (in order); ``ShardError`` if one raised, died or did
+        not answer within the timeout (the others' replies are read first, so that every
+        worker is between commands again)."""
         shards = list(shards)
         timeout = self.timeout if timeout is None else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
-        replies: dict[int, Any] = {}
+        replies: list[Any] = []
         failures: list[tuple[int, str, BaseException | None]] = []
-        waiting: dict[Any, int] = {self.conns[k]: k for k in shards}  # replies, and
-        waiting.update({self.processes[k].sentinel: k for k in shards})  # deaths
-        died = False
-        while waiting and not died:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = connection.wait(list(waiting), left)
-            if not ready:
-                late = sorted(set(waiting.values()))
-                self.hung.update(late)
-                failures += [(k, f"did not answer {what} within {timeout} s", None)
-                             for k in late]
+        for i, k in enumerate(shards):
+            waited = self._wait_done(k, deadline, shards[i + 1:])
+            if isinstance(waited, int):  # a later shard died meanwhile: reported now, not
+                failures.append((waited, self._death(waited, what), None))  # after k
                 break
-            for k in sorted({waiting[obj] for obj in ready}):
-                conn = self.conns[k]
-                waiting.pop(conn, None)
-                waiting.pop(self.processes[k].sentinel, None)
-                try:  # a reply sent before the worker died is still read
-                    message = conn.recv() if conn.poll(0) else None
-                except (EOFError, OSError):
-                    message = None
-                if message is None:
-                    died = True
-                    failures.append((k, self._death(k, what), None))
-                elif message[0] == "ok":
-                    replies[k] = message[1]
-                else:
-                    failures.append((k, *_remote_failure(message[1])))
+            message: Any = waited or (("ok", None) if self.control[_STATUS, k] == OK
+                                      else self._receive(k, deadline))
+            if message == "hung":
+                self.hung.add(k)
+                failures.append((k, f"did not answer {what} within {timeout} s", None))
+            elif message == "dead":
+                failures.append((k, self._death(k, what), None))
+            elif message[0] == "ok":
+                replies.append(message[1])
+            else:
+                failures.append((k, *_remote_failure(message[1])))
         if failures:  # reported in shard order
             failures.sort(key=lambda failure: failure[0])
             k, message, cause = failures[0]
             raise ShardError(k + self.first_shard, self.bounds[k], self.bounds[k + 1], message,
                              others=[f[0] + self.first_shard for f in failures[1:]]
                              ) from cause
-        return [replies[k] for k in shards]
+        return replies
+
+    def _wait_done(self, k: int, deadline: float | None, later: list[int]
+                   ) -> str | int | None:
+        """Take worker k's ``done``: None, or "dead" / "hung" (past ``deadline``), or the
+        index of a shard of ``later`` (still to be waited for) that died meanwhile."""
+        done, proc = self.done[k], self.processes[k]
+        while True:
+            left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+            if left > 0 and done.acquire(True, left):
+                return None
+            if not proc.is_alive():
+                return None if done.acquire(False) else "dead"
+            for j in later:
+                if not self.processes[j].is_alive():
+                    return j
+            if deadline is not None and time.monotonic() >= deadline:
+                return "hung"
+
+    def _receive(self, k: int, deadline: float | None) -> Any:
+        """Worker k's reply from its pipe (it posted ``done`` first): the message, or
+        "dead" / "hung"."""
+        conn, proc = self.conns[k], self.processes[k]
+        while True:
+            left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+            if left > 0 and conn.poll(left):
+                try:
+                    return conn.recv()
+                except (EOFError, OSError):
+                    return "dead"
+            if not proc.is_alive():
+                return "dead"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "hung"
 
     def pack_policy(self, policy: Any) -> bytes:
         """What ``collect`` sends the workers: the pickled policy."""
@@ -232,7 +309,8 @@ class ProcessBackend:
             self.processes[k].kill()
         for k, proc in enumerate(self.processes):
             if proc.is_alive():
-                self.start(k, "close")
+                self.control[_KIND, k] = CLOSE
+                self.go[k].release()
         deadline = time.monotonic() + _JOIN_SECONDS
         for proc in self.processes:
             proc.join(max(0.0, deadline - time.monotonic()))
@@ -248,6 +326,7 @@ class ProcessBackend:
         for conn in self.conns:
             conn.close()
         self.processes, self.conns = [], []
+        self.go, self.done = [], []  # the last references: the semaphores are unlinked
         self.arrays = {}
         self.blocks.release()
 
