@@ -156,13 +156,13 @@ class Pool:
 
 
 class Batch:
-    """``op(envs[i], *args[i])`` for each env ``i`` of ``idx``, in the pool; an awaitable
-    result (an async env's coroutine) is awaited as a task of the loop ``loop()`` gives.
-    ``results``/``errors`` map envs to what they returned/raised; ``future`` completes when
-    every env answered; results that come after :meth:`stop` go to ``late``."""
+    """``op(envs[i], *args[i])`` for each env ``i`` of ``idx``: in the pool, or as tasks of the
+    loop ``loop()`` gives for the envs of ``on_loop``; an awaitable result is awaited on that
+    loop. ``results``/``errors`` map envs to what they returned/raised; ``future`` completes
+    when every env answered; results that come after :meth:`stop` go to ``late``."""
 
     def __init__(self, op: Callable, envs: list[Any], args: list[tuple], idx: list[int],
-                 locks: list[threading.Lock], pool: Pool,
+                 on_loop: list[bool], locks: list[threading.Lock], pool: Pool,
                  loop: Callable[[], asyncio.AbstractEventLoop],
                  late: Callable[[Any], None] | None = None):
         self.op, self.envs, self.args, self.idx, self.locks = op, envs, args, idx, locks
@@ -174,10 +174,14 @@ class Batch:
         self.future: cf.Future = cf.Future()
         self.future.set_running_or_notify_cancel()  # so that no awaiter can cancel it
         self.tasks: list[cf.Future] = []  # what runs on the loop, cancelled by stop()
-        self.todo = iter(idx)  # claimed one by one by the threads
-        if idx:
+        threaded = [i for i in idx if not on_loop[i]]
+        self.todo = iter(threaded)  # claimed one by one by the threads
+        if len(threaded) < len(idx):
+            self.tasks.append(asyncio.run_coroutine_threadsafe(
+                self._on_loop([i for i in idx if on_loop[i]]), loop()))
+        if threaded:
             self._wake()
-        else:
+        elif not idx:
             self.future.set_result(None)
 
     def _wake(self) -> None:
@@ -207,9 +211,14 @@ class Batch:
                         continue
             self.record(i, result)
 
-    async def _task(self, i: int, result: Any) -> None:
+    async def _on_loop(self, idx: list[int]) -> None:
+        await asyncio.gather(*[self._task(i) for i in idx])
+
+    async def _task(self, i: int, result: Any = None) -> None:
         try:
-            self.record(i, await result)
+            if result is None:
+                result = self.op(self.envs[i], *self.args[i])
+            self.record(i, await result if hasattr(result, "__await__") else result)
         except BaseException as exc:  # noqa: BLE001 - raised, or cancelled by stop()
             self.record(i, None, exc)
 

@@ -232,8 +232,8 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
         that did not answer by then are given up on, and named by ``batch.check``."""
         n, t = self.num_envs, self.timeout if timeout is None else _check_timeout(timeout)
         batch = _run.Batch(op, self.envs if envs is None else envs, args * n if len(args) == 1
-                           else args, list(range(n) if idx is None else idx), self._locks,
-                           self._pool, self._loop, late)
+                           else args, list(range(n) if idx is None else idx), self._is_async,
+                           self._locks, self._pool, self._loop, late)
         try:
             done = await _wait(batch, t)
         except BaseException:  # Ctrl-C or cancelled: the caller gets none of the results
@@ -411,8 +411,8 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
             threading.Thread(target=_close_quietly, args=(self.envs[i], self._locks[i]),
                              daemon=True).start()
         batch = _run.Batch(methodcaller("close"), self.envs, [()] * self.num_envs,
-                           [i for i in present if i not in stuck], self._locks, self._pool,
-                           self._loop)
+                           [i for i in present if i not in stuck], self._is_async, self._locks,
+                           self._pool, self._loop)
         if not batch.wait(timeout) and (late := batch.stop()) and report:
             warnings.warn(f"{type(self).__name__}.close(): envs {_listed(np.asarray(late))} did "
                           f"not close within {timeout:g} s; abandoning them", RuntimeWarning,
