@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode
 
 import batchenv
 from batchenv import BatchPong, ShardedVectorEnv, ShardError, StepBeforeResetError
-from batchenv.sharded._process import SHM_PREFIX
+from batchenv.sharded._shm import SHM_PREFIX
 from batchenv.testing import CounterEnv
 
 #: Gymnasium's (major, minor): CI runs the suite on the newest and on the oldest supported
@@ -532,35 +532,11 @@ def test_step_infos_come_through_the_pipe(info_every: int) -> None:
             ref.close()
 
 
-def test_a_post_noticed_late_pauses_polling() -> None:
-    """The handshake's poller: a post it notices late (a yield gave the core away for long)
-    makes it stop polling for a while, so the caller blocks at once."""
-    import threading
-
-    from batchenv.sharded._process import _LATE_NS, _Poller
-
-    sem = threading.Semaphore(0)
-    posted = np.zeros(1, np.int64)
-
-    def post_late() -> None:
-        time.sleep(0.05)
-        posted[0] = time.perf_counter_ns() - 10 * _LATE_NS  # as if posted long before seen
-        sem.release()
-
-    poller = _Poller(5.0)
-    threading.Thread(target=post_late).start()
-    assert poller.take(sem, posted, 0)  # taken while polling, but late
-    start = time.monotonic()
-    assert not poller.take(sem, posted, 0)  # paused: no 5 s poll, the caller blocks
-    assert time.monotonic() - start < 2.5  # a bound, not a measurement
-    assert not _Poller(0.0).take(sem, posted, 0)  # polling off: block at once
-
-
 def test_semaphores_are_unlinked_on_close() -> None:
     """The handshake's named POSIX semaphores (/dev/shm/sem.*) go with the env."""
     env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
-    res = env._backend.resources
-    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in res.go + res.done]
+    backend = env._backend
+    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in backend.go + backend.done]
     assert len(names) == 4 and all(os.path.exists(name) for name in names)
     env.close()
     assert not any(os.path.exists(name) for name in names)
