@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from batchenv import perenv
 from batchenv.core import BatchEnv, field_outside
+from batchenv.envs.pong import per_env
 from batchenv.envs.pong.raster import (
     PALETTE,
     Layout,
@@ -174,6 +176,11 @@ class BatchPong(BatchEnv[PongState]):
     state_type = PongState
     default_max_episode_steps = 10_000
     single_action_space = spaces.Discrete(3)
+    #: The per-env kernels read ``p.constants`` (:func:`per_env.kernel_constants`).
+    kernel_params = ("constants",)
+    reset_env = staticmethod(per_env.reset_env)
+    step_env = staticmethod(per_env.step_env)
+    observe_env = staticmethod(per_env.observe_env)
 
     def __init__(self, num_envs: int | None = None, *, params: PongParams | None = None,
                  mode: str = "cpu", obs_type: str | None = None, frameskip: int = 1,
@@ -240,10 +247,14 @@ class BatchPong(BatchEnv[PongState]):
             self.single_observation_space = spaces.Box(0, high, shape, dtype=np.uint8)
         if mode != "cpu":
             self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
+        self.constants = per_env.kernel_constants(self)
+        if kwargs.get("kernels", "auto") == "auto":
+            kwargs["kernels"] = self._auto_kernels()
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
         self._obs_tmp = self._obs_scale_rows = np.empty((6, 0), np.float32)  # "state" only
-        self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
+        # tiles and pixels: drawn incrementally by the numpy kernels, whole by the per-env ones
+        self.observe_fills_out = obs_type == "state" or self.kernels != "numpy"
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
         if obs_type == "state":
@@ -256,6 +267,12 @@ class BatchPong(BatchEnv[PongState]):
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
         self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
+
+    def _auto_kernels(self) -> str:
+        """``kernels="auto"``: the per-env kernels, compiled, where they are faster than
+        the numpy kernels (docs/performance.md, "BatchPong per-env"), when numba is
+        installed; else the numpy kernels."""
+        return "numba" if perenv.numba_available() and self.obs_type == "state" else "numpy"
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """What :meth:`set_state` rejects besides NaN/inf: a ball or paddle off the court,
