@@ -430,6 +430,12 @@ class Runner:
         self._entry = (key, same, compiled.entry_point)
         return compiled.entry_point
 
+    def _step_loop(self, env: BatchEnv, args: tuple[Any, ...], fresh: bool) -> None:
+        if self.kernels == "numba" and "step_fused" in self._compiled:
+            self._blocks(self._fused(args, env._obs, fresh), 0, env.num_envs, args)
+        else:
+            self._run("step_fused", env.num_envs, *args)
+
     def step(self, env: BatchEnv, action: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The whole step in one pass (the caller validated ``action``). With ``copy=True``
@@ -437,16 +443,18 @@ class Runner:
         loop writes the observations into a new array, which is returned: no copy."""
         fresh = env.copy and env.observe_fills_out
         obs = np.empty_like(env._obs) if fresh else env._obs
+        mode = env.autoreset_mode
         args = (self.p, self.fields(env.state), action, env._reward, env._terminated,
-                env._truncated, obs, self.final_obs, self.final, _MODES[env.autoreset_mode],
-                env.max_episode_steps or 0)
-        with _writable(obs):
-            if self.kernels == "numba" and "step_fused" in self._compiled:
-                self._blocks(self._fused(args, env._obs, fresh), 0, env.num_envs, args)
-            else:
-                self._run("step_fused", env.num_envs, *args)
+                env._truncated, obs, self.final_obs, self.final,
+                0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
+                else 2, env.max_episode_steps or 0)  # (_MODES, without hashing the enum)
+        if fresh or obs.flags.writeable:
+            self._step_loop(env, args, fresh)
+        else:
+            with _writable(obs):
+                self._step_loop(env, args, fresh)
         info: dict[str, Any] = {}
-        if env.autoreset_mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
+        if mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
             done = self.final.nonzero()[0]
             final_obs = np.full(env.num_envs, None, dtype=object)
             final_obs[done] = list(self.final_obs[done])
