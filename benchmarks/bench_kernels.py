@@ -14,6 +14,7 @@ over rounds, wall clock, ns per env-step; ratios are taken per round, then the m
 * each MinAtar game (``batchenv.envs.minatar``) whose class has per-env kernels
   (``reset_env``/``step_env``/``observe_env``), with its defaults, in the same three forms;
   a game still without them is listed as skipped;
+* ``pong-tiles``, ``pong-pixels`` (``--images``): the same with image observations;
 * ``floor``: a game with no rules (one float32 field, a 1-float observation) and
   ``minatar-floor``: MinAtar's shape with no rules (10x10x4 bool observation, a sticky
   draw per step, the observation cleared), each as numpy kernels (the old form: the base
@@ -132,9 +133,9 @@ class PerEnvMinAtarFloor(_MinAtarShape):
 
     @staticmethod
     def observe_env(p, s, i, obs):  # type: ignore[no-untyped-def]
-        flat = obs.reshape(obs.size)
-        for k in range(flat.size):
-            flat[k] = False
+        words = obs.reshape(obs.size).view(np.uint64)  # cleared 8 cells at a time
+        for k in range(words.size):
+            words[k] = 0
 
 
 # ---------------------------------------------------------------- timing
@@ -157,7 +158,8 @@ def stepper(env: Any, n: int) -> Callable[[int], float]:
     return run
 
 
-def cases_at(n: int, games: list[str], floors: bool) -> dict[str, Callable[[], Any]]:
+def cases_at(n: int, games: list[str], floors: bool, images: bool = False
+             ) -> dict[str, Callable[[], Any]]:
     cases: dict[str, Callable[[], Any]] = {}
 
     def three(label: str, make: Callable[..., Any], numpy_form: bool = True) -> None:
@@ -168,6 +170,9 @@ def cases_at(n: int, games: list[str], floors: bool) -> dict[str, Callable[[], A
 
     if "pong" in games:
         three("pong", lambda **kw: batchenv.BatchPong(n, **kw))
+    if images:  # BatchPong's image observations (drawn incrementally by its numpy kernels)
+        for obs in ("tiles", "pixels"):
+            three(f"pong-{obs}", lambda obs=obs, **kw: batchenv.BatchPong(n, obs_type=obs, **kw))
     if floors:
         cases["floor numpy"] = lambda: NumpyFloor(n)
         cases["floor per-env 1t"] = lambda: PerEnvFloor(n)
@@ -197,6 +202,8 @@ def main() -> None:
     ap.add_argument("--block", type=float, default=2e6,
                     help="env-steps per timed block (default 2e6)")
     ap.add_argument("--no-floors", action="store_true")
+    ap.add_argument("--images", action="store_true",
+                    help="also BatchPong's tiles and pixels observations")
     ap.add_argument("--floors-only", action="store_true")
     args = ap.parse_args()
     games = [] if args.floors_only else args.games
@@ -206,7 +213,7 @@ def main() -> None:
     for n in args.sizes:
         print(f"\nnum_envs={n}")
         made = {name: make() for name, make in
-                cases_at(n, games, not args.no_floors).items()}
+                cases_at(n, games, not args.no_floors, args.images).items()}
         runs = {name: stepper(env, n) for name, env in made.items()}
         steps = max(3, int(args.block / n))
         times: dict[str, list[float]] = {name: [] for name in runs}

@@ -156,6 +156,14 @@ class BatchPong(BatchEnv[PongState]):
 
     * ``frameskip``: physics sub-steps per action (the action, made sticky or not, applies
       to each), rewards summed; an episode that ends at a sub-step stops there.
+    * ``kernels``: ``"numpy"`` (the vectorized rules of :mod:`~batchenv.envs.pong.rules`),
+      ``"numba"`` (the per-env rules of :mod:`~batchenv.envs.pong.per_env`, compiled into
+      one loop with the base class's per-step work; ``num_threads=`` splits it), ``"python"``
+      (the same per-env rules as a Python loop: slow, for a debugger) or ``"auto"``
+      (default: ``"numba"`` for the state observation when numba is installed, where it is
+      the faster form; ``"numpy"`` for tiles and pixels, whose incremental drawing is
+      faster than a per-env draw of the whole image). Every form gives the same results,
+      bit for bit: states, random streams, observations, rewards, flags.
     * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
     * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
       (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
