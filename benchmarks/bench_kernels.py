@@ -21,8 +21,10 @@ over rounds, wall clock, ns per env-step; ratios are taken per round, then the m
   class's numpy passes around them) and as per-env kernels (the base class's work in the
   compiled pass), on 1 and 2 threads.
 
-Threads run in this process, so the wall clock is the measure (CPU time would count both
-threads). The machine is shared: read the ratios, not the absolute times.
+Threads run in this process, so the wall clock is the default measure; ``--clock cpu``
+times this process's CPU time instead (cleaner for one thread on a loaded machine; it adds
+up both threads of the 2-thread cases). The machine is shared: read the ratios, not the
+absolute times.
 """
 
 from __future__ import annotations
@@ -139,8 +141,10 @@ class PerEnvMinAtarFloor(_MinAtarShape):
 
 
 # ---------------------------------------------------------------- timing
-def stepper(env: Any, n: int) -> Callable[[int], float]:
-    """``run(steps)``: wall seconds per env-step over ``steps`` steps of random actions."""
+def stepper(env: Any, n: int, clock: Callable[[], float] = time.perf_counter
+            ) -> Callable[[int], float]:
+    """``run(steps)``: seconds per env-step (``clock``) over ``steps`` steps of random
+    actions."""
     env.reset(seed=0)
     rng = np.random.default_rng(n)
     space = env.single_action_space
@@ -150,16 +154,16 @@ def stepper(env: Any, n: int) -> Callable[[int], float]:
 
     def run(steps: int) -> float:
         step = env.step
-        t0 = time.perf_counter()
+        t0 = clock()
         for t in range(steps):
             step(actions[t & 7])
-        return (time.perf_counter() - t0) / steps / n
+        return (clock() - t0) / steps / n
 
     return run
 
 
-def cases_at(n: int, games: list[str], floors: bool, images: bool = False
-             ) -> dict[str, Callable[[], Any]]:
+def cases_at(n: int, games: list[str], floors: bool, images: bool = False,
+             copy: bool = True) -> dict[str, Callable[[], Any]]:
     cases: dict[str, Callable[[], Any]] = {}
 
     def three(label: str, make: Callable[..., Any], numpy_form: bool = True) -> None:
@@ -169,10 +173,11 @@ def cases_at(n: int, games: list[str], floors: bool, images: bool = False
         cases[f"{label} per-env 2t"] = lambda: make(kernels="numba", num_threads=2)
 
     if "pong" in games:
-        three("pong", lambda **kw: batchenv.BatchPong(n, **kw))
+        three("pong", lambda **kw: batchenv.BatchPong(n, copy=copy, **kw))
     if images:  # BatchPong's image observations (drawn incrementally by its numpy kernels)
         for obs in ("tiles", "pixels"):
-            three(f"pong-{obs}", lambda obs=obs, **kw: batchenv.BatchPong(n, obs_type=obs, **kw))
+            three(f"pong-{obs}", lambda obs=obs, **kw: batchenv.BatchPong(
+                n, obs_type=obs, copy=copy, **kw))
     if floors:
         cases["floor numpy"] = lambda: NumpyFloor(n)
         cases["floor per-env 1t"] = lambda: PerEnvFloor(n)
@@ -201,7 +206,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--block", type=float, default=2e6,
                     help="env-steps per timed block (default 2e6)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: this process's CPU time (time.process_time), the cleaner "
+                         "measure on a loaded machine for one thread; it adds up both "
+                         "threads of the 2-thread cases")
     ap.add_argument("--no-floors", action="store_true")
+    ap.add_argument("--no-copy", action="store_true",
+                    help="BatchPong with copy=False (its buffers returned, not copies)")
     ap.add_argument("--images", action="store_true",
                     help="also BatchPong's tiles and pixels observations")
     ap.add_argument("--floors-only", action="store_true")
@@ -209,12 +220,14 @@ def main() -> None:
     games = [] if args.floors_only else args.games
     print(f"numpy {np.__version__}, numba "
           f"{__import__('numba').__version__ if perenv.numba_available() else '-'}; "
-          f"{args.rounds} interleaved rounds, wall clock, ns per env-step (median)")
+          f"{args.rounds} interleaved rounds, {args.clock} clock, ns per env-step (median)")
     for n in args.sizes:
         print(f"\nnum_envs={n}")
         made = {name: make() for name, make in
-                cases_at(n, games, not args.no_floors, args.images).items()}
-        runs = {name: stepper(env, n) for name, env in made.items()}
+                cases_at(n, games, not args.no_floors, args.images,
+                                               not args.no_copy).items()}
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        runs = {name: stepper(env, n, clock) for name, env in made.items()}
         steps = max(3, int(args.block / n))
         times: dict[str, list[float]] = {name: [] for name in runs}
         for r in range(args.rounds):

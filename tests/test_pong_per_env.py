@@ -113,12 +113,13 @@ def test_two_threads_equal_one(options):
 
 
 def test_auto_picks_the_faster_form():
-    """``kernels="auto"``: the per-env kernels for the state observation, the numpy
-    kernels for images (their incremental drawing is faster: docs/performance.md)."""
+    """``kernels="auto"``: the per-env kernels, except for images with ``copy=False``
+    (the numpy kernels draw those incrementally: docs/performance.md)."""
     assert BatchPong(4).kernels == "numba"
-    assert BatchPong(4, mode="two_player").kernels == "numba"
-    assert BatchPong(4, obs_type="pixels").kernels == "numpy"
-    assert BatchPong(4, mode="rally").kernels == "numpy"  # tiles by default
+    assert BatchPong(4, mode="two_player", copy=False).kernels == "numba"
+    assert BatchPong(4, obs_type="pixels").kernels == "numba"
+    assert BatchPong(4, obs_type="pixels", copy=False).kernels == "numpy"
+    assert BatchPong(4, mode="rally", copy=False).kernels == "numpy"  # tiles by default
 
 
 def test_copy_false_canvas_stays_read_only():
