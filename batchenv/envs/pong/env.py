@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from batchenv import perenv
 from batchenv.core import BatchEnv, field_outside
 from batchenv.envs.pong import per_env
 from batchenv.envs.pong.raster import (
@@ -160,10 +159,10 @@ class BatchPong(BatchEnv[PongState]):
       ``"numba"`` (the per-env rules of :mod:`~batchenv.envs.pong.per_env`, compiled into
       one loop with the base class's per-step work; ``num_threads=`` splits it), ``"python"``
       (the same per-env rules as a Python loop: slow, for a debugger) or ``"auto"``
-      (default: ``"numba"`` when numba is installed, the faster form, except for tiles and
-      pixels with ``copy=False``: there the numpy kernels' incremental drawing on the env's
-      canvas is faster than drawing every image whole). Every form gives the same results,
-      bit for bit: states, random streams, observations, rewards, flags.
+      (default: ``"numpy"``; ``"numba"`` is the faster form for the state observation and
+      for images with the default copy, but compiles its loops in every new process, see
+      docs/pong.md, "Kernels"). Every form gives the same results, bit for bit: states,
+      random streams, observations, rewards, flags.
     * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
     * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
       (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
@@ -257,7 +256,11 @@ class BatchPong(BatchEnv[PongState]):
             self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
         self.constants = per_env.kernel_constants(self)
         if kwargs.get("kernels", "auto") == "auto":
-            kwargs["kernels"] = self._auto_kernels(bool(kwargs.get("copy", True)))
+            # the numpy kernels: the per-env ones are faster for the state observation and
+            # for images with a copy (docs/performance.md, "Per-env kernels: BatchPong"),
+            # but numba compiles them in every new process (no on-disk cache yet), which
+            # every sharded worker and short script would pay; kernels="numba" asks for them
+            kwargs["kernels"] = "numpy"
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
         self._obs_tmp = self._obs_scale_rows = np.empty((6, 0), np.float32)  # "state" only
@@ -275,15 +278,6 @@ class BatchPong(BatchEnv[PongState]):
             self._obs.flags.writeable = False  # the canvas: read-only for the caller
         self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
-
-    def _auto_kernels(self, copy: bool) -> str:
-        """``kernels="auto"``: the per-env kernels, compiled, when numba is installed, except
-        for image observations with ``copy=False``, where the numpy kernels' incremental
-        drawing (the ball and paddles redrawn on the env's canvas) beats drawing each image
-        whole (docs/performance.md, "Per-env kernels: BatchPong")."""
-        if not perenv.numba_available() or (self.obs_type != "state" and not copy):
-            return "numpy"
-        return "numba"
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """What :meth:`set_state` rejects besides NaN/inf: a ball or paddle off the court,
