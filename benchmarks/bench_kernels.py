@@ -228,6 +228,8 @@ def main() -> None:
                                                not args.no_copy).items()}
         clock = time.process_time if args.clock == "cpu" else time.perf_counter
         runs = {name: stepper(env, n, clock) for name, env in made.items()}
+        if not runs:
+            continue
         steps = max(3, int(args.block / n))
         times: dict[str, list[float]] = {name: [] for name in runs}
         for r in range(args.rounds):
