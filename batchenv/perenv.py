@@ -290,16 +290,18 @@ def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
     return kernels, threads
 
 
-_TUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
+_TUPLE_TYPES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
 
-def _tuple_class(name: str, fields: tuple[str, ...]) -> Any:
-    """The namedtuple class ``name`` of ``fields``, made once: numba types a namedtuple by
-    its class, so a class made per env would compile the loops again for every env."""
-    made = _TUPLES.get((name, fields))
+def _tuple_type(name: str, fields: tuple[str, ...]) -> Any:
+    """The namedtuple class ``name`` with ``fields``, made once per process: numba compiles
+    the loops once per argument type, so a class made per env instance would compile them
+    again for every instance (check_env makes dozens)."""
+    key = (name, tuple(fields))
+    made = _TUPLE_TYPES.get(key)
     if made is None:
-        make: Any = collections.namedtuple  # (a class made at run time, for numba)
-        made = _TUPLES[(name, fields)] = make(name, fields)
+        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
+        made = _TUPLE_TYPES[key] = make_tuple(name, fields)
     return made
 
 
@@ -320,10 +322,10 @@ class Runner:
         self._entry: tuple[Any, ...] = ()
         self._compiled: set[str] = set()  # loops called (so compiled) already
         names = env.full_state_dtype.names or ()
-        self.state_tuple: Any = _tuple_class(f"{cls.__name__}Fields", names)
+        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields", names)
         params = tuple(getattr(cls, "kernel_params", ()))
         self.param_names = params
-        self.param_tuple: Any = _tuple_class(f"{cls.__name__}Params", params) if params \
+        self.param_tuple: Any = _tuple_type(f"{cls.__name__}Params", params) if params \
             else tuple
         space = env.single_observation_space
         if not space.shape:
