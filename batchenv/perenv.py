@@ -290,19 +290,18 @@ def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
     return kernels, threads
 
 
-_TUPLE_CLASSES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_TUPLE_TYPES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
 
-def _tuple_class(kind: str, names: tuple[str, ...]) -> Any:
-    """The namedtuple class of ``s`` (``kind="Fields"``) or ``p`` (``"Params"``) with these
-    field names, one per process: numba types a namedtuple by its class, so classes whose
-    states have the same fields (a family's envs, its subclasses) share every compiled
-    helper that takes ``s`` or ``p`` instead of compiling each again."""
-    key = (kind, tuple(names))
-    made = _TUPLE_CLASSES.get(key)
+def _tuple_type(name: str, fields: tuple[str, ...]) -> Any:
+    """The namedtuple class ``name`` with ``fields``, made once per process: numba compiles
+    the loops once per argument type, so a class made per env instance would compile them
+    again for every instance (check_env makes dozens)."""
+    key = (name, tuple(fields))
+    made = _TUPLE_TYPES.get(key)
     if made is None:
         make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
-        made = _TUPLE_CLASSES[key] = make_tuple(kind, names)
+        made = _TUPLE_TYPES[key] = make_tuple(name, fields)
     return made
 
 
@@ -318,13 +317,16 @@ class Runner:
         self.num_threads = num_threads
         self.borrowing = kernels == "numba"
         self.loops = _loops(cls, kernels, self.borrowing)
-        self._pool: Any = None
+        self._workers: _Workers | None = None
+        # step_fused's compiled entry point for the current arguments' types (see _fused)
+        self._entry: tuple[Any, ...] = ()
         self._compiled: set[str] = set()  # loops called (so compiled) already
         names = env.full_state_dtype.names or ()
-        self.state_tuple: Any = _tuple_class("Fields", names)
+        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields", names)
         params = tuple(getattr(cls, "kernel_params", ()))
         self.param_names = params
-        self.param_tuple: Any = _tuple_class("Params", params) if params else tuple
+        self.param_tuple: Any = _tuple_type(f"{cls.__name__}Params", params) if params \
+            else tuple
         space = env.single_observation_space
         if not space.shape:
             raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
@@ -372,19 +374,18 @@ class Runner:
             if n >= 1:
                 self._compiled.add(name)
             start = min(n, 1)
-        loop = self.loops[name]
+        self._blocks(self.loops[name], start, n, args)
+
+    def _blocks(self, loop: Any, start: int, n: int, args: tuple[Any, ...]) -> None:
+        """``loop(*args, lo, hi)`` over rows ``[start, n)``: in one call, or in
+        ``num_threads`` blocks, the first on this thread and the others on the workers."""
         if self.num_threads == 1 or n - start < 2 * self.num_threads:
             loop(*args, start, n)
             return
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="batchenv")
+        if self._workers is None:
+            self._workers = _Workers(self.num_threads - 1)
         bounds = np.linspace(start, n, self.num_threads + 1).astype(int).tolist()
-        futures = [self._pool.submit(loop, *args, lo, hi)
-                   for lo, hi in zip(bounds[:-1], bounds[1:])]
-        for future in futures:
-            future.result()
+        self._workers.run(loop, args, bounds)
 
     # the numpy-form kernels, as loops over the rows
     def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
@@ -404,17 +405,58 @@ class Runner:
         return reward, terminated
 
     def observe(self, env: BatchEnv, s: State, out: np.ndarray) -> None:
-        self._run("observe_all", len(out), self.p, self.fields(s), out)
+        with _writable(out):
+            self._run("observe_all", len(out), self.p, self.fields(s), out)
+
+    def _fused(self, args: tuple[Any, ...], buffer: np.ndarray, fresh: bool) -> Any:
+        """``step_fused`` for ``args``: its compiled entry point, found once for these
+        arguments' types. numba's dispatcher finds it on every call, which for the state's
+        namedtuple of arrays costs microseconds per step (docs/performance.md, "Per-env
+        kernels"); here a step checks that the persistent arguments (``buffer``: the env's
+        observation buffer, or the template of the fresh one) are the same objects and
+        the action's array type is the same. The dispatcher (which compiles) runs for
+        anything new."""
+        loop = self.loops["step_fused"]
+        action = args[2]
+        flags = action.flags
+        key = (action.dtype, action.ndim, flags.c_contiguous, flags.f_contiguous,
+               flags.writeable, flags.aligned, fresh)
+        same = (args[0], args[1], buffer, *args[3:6], *args[7:9])
+        held = self._entry
+        if held and held[0] == key and all(a is b for a, b in zip(held[1], same)):
+            return held[2]
+        argtypes = tuple(loop.typeof_pyval(a) for a in (*args, 0, 0))
+        compiled = loop.overloads.get(argtypes)
+        if compiled is None:  # new types: the dispatcher compiles them
+            return loop
+        self._entry = (key, same, compiled.entry_point)
+        return compiled.entry_point
+
+    def _step_loop(self, env: BatchEnv, args: tuple[Any, ...], fresh: bool) -> None:
+        if self.kernels == "numba" and "step_fused" in self._compiled:
+            self._blocks(self._fused(args, env._obs, fresh), 0, env.num_envs, args)
+        else:
+            self._run("step_fused", env.num_envs, *args)
 
     def step(self, env: BatchEnv, action: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """The whole step in one pass (the caller validated ``action``)."""
-        max_steps = env.max_episode_steps or 0
-        self._run("step_fused", env.num_envs, self.p, self.fields(env.state), action, env._reward,
-                  env._terminated, env._truncated, env._obs, self.final_obs, self.final,
-                  _MODES[env.autoreset_mode], max_steps)
+        """The whole step in one pass (the caller validated ``action``). With ``copy=True``
+        and ``env.observe_fills_out`` (``observe_env`` writes every entry of ``obs``), the
+        loop writes the observations into a new array, which is returned: no copy."""
+        fresh = env.copy and env.observe_fills_out
+        obs = np.empty_like(env._obs) if fresh else env._obs
+        mode = env.autoreset_mode
+        args = (self.p, self.fields(env.state), action, env._reward, env._terminated,
+                env._truncated, obs, self.final_obs, self.final,
+                0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
+                else 2, env.max_episode_steps or 0)  # (_MODES, without hashing the enum)
+        if fresh or obs.flags.writeable:
+            self._step_loop(env, args, fresh)
+        else:
+            with _writable(obs):
+                self._step_loop(env, args, fresh)
         info: dict[str, Any] = {}
-        if env.autoreset_mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
+        if mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
             done = self.final.nonzero()[0]
             final_obs = np.full(env.num_envs, None, dtype=object)
             final_obs[done] = list(self.final_obs[done])
@@ -423,7 +465,74 @@ class Runner:
         if not env.copy:
             return env._obs, env._reward, env._terminated, env._truncated, info
         terminated, truncated = env._flags.copy()
-        return env._obs.copy(), env._reward.copy(), terminated, truncated, info
+        return obs if fresh else obs.copy(), env._reward.copy(), terminated, truncated, info
+
+
+class _writable:
+    """Lets the loops write a buffer its env hands out read-only (``copy=False``
+    canvases): writable for the call, read-only again after."""
+
+    __slots__ = ("array", "was")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __enter__(self) -> None:
+        self.was = self.array.flags.writeable
+        if not self.was:
+            self.array.flags.writeable = True
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.was:
+            self.array.flags.writeable = False
+
+
+def _serve(todo: Any, done: Any) -> None:
+    """A worker thread: run the blocks it is given until given None."""
+    while True:
+        job = todo.get()
+        if job is None:
+            return
+        loop, args, lo, hi = job
+        try:
+            loop(*args, lo, hi)
+            done.put(None)
+        except BaseException as e:  # handed to the caller
+            done.put(e)
+
+
+class _Workers:
+    """Persistent threads that run blocks of rows of a compiled loop (which releases the
+    GIL). A step hands each worker its block through a queue and runs the first block on
+    the calling thread; a pool's per-task futures cost more than a light step."""
+
+    def __init__(self, count: int) -> None:
+        import queue
+        import threading
+
+        self.todo: list[Any] = [queue.SimpleQueue() for _ in range(count)]
+        self.done: Any = queue.SimpleQueue()
+        for k in range(count):  # (the threads hold the queues, not self: __del__ ends them)
+            threading.Thread(target=_serve, args=(self.todo[k], self.done), daemon=True,
+                             name=f"batchenv-{k + 1}").start()
+
+    def run(self, loop: Any, args: tuple[Any, ...], bounds: list[int]) -> None:
+        for k, todo in enumerate(self.todo):
+            todo.put((loop, args, bounds[k + 1], bounds[k + 2]))
+        error: BaseException | None = None
+        try:
+            loop(*args, bounds[0], bounds[1])
+        except BaseException as e:
+            error = e
+        for _ in self.todo:
+            result = self.done.get()
+            error = error or result
+        if error is not None:
+            raise error
+
+    def __del__(self) -> None:
+        for todo in self.todo:
+            todo.put(None)
 
 
 class KernelChoice(NamedTuple):

@@ -4,7 +4,6 @@
     python benchmarks/bench_sharded.py --no-targets  # just print
     python benchmarks/bench_sharded.py --only process --rounds 7
     python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
-    python benchmarks/bench_sharded.py --only spin     # A/B of the process handshake's spins
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
@@ -29,11 +28,6 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   dashboard, actors at nice 0 instead of Ray's 15, and a 1 GB object store whose memory is
   touched once at start (otherwise each 176 MB result pays its page faults again, ~140 ms
   of CPU per actor per call here).
-
-* ``--only spin``: the process backend's handshake with its spins (the default) against
-  the same semaphores waited on at once (spins set to 0): what the spins buy, 2 workers,
-  at 64 state envs, 65,536 state envs and 4,096 pixel envs (ratio = no-spin time / spin
-  time).
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -184,28 +178,6 @@ def process_cases(rounds: int, results: dict) -> None:
                      calls, rounds, results)
     # no target: what the process backend gives when a call carries a whole rollout
     collect_case("process collect 2x32768", "process", rounds, results)
-
-
-def spin_cases(rounds: int, results: dict) -> None:
-    """The process handshake with its spins against the same semaphores waited on at once
-    (``_WORKER_SPIN = _DRIVER_SPIN = 0``, read when an env starts)."""
-    from batchenv.sharded import _process
-
-    spins = _process._WORKER_SPIN, _process._DRIVER_SPIN
-    for label, n, kwargs, calls in (("spin A/B state 64", 64, {}, 300),
-                                    ("spin A/B state 65536", 65536, {}, 20),
-                                    ("spin A/B pixels 4096", 4096, {"obs_type": "pixels"}, 5)):
-        def sharded(n=n, kwargs=kwargs, spin=True):
-            if not spin:
-                _process._WORKER_SPIN = _process._DRIVER_SPIN = 0.0
-            try:
-                env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
-            finally:
-                _process._WORKER_SPIN, _process._DRIVER_SPIN = spins
-            env.reset(seed=0)
-            return env, stepper(env, n)
-
-        compare(label, lambda: sharded(spin=False), sharded, calls, rounds, results)
 
 
 def collect_case(name: str, backend: str, rounds: int, results: dict,
@@ -386,10 +358,9 @@ def cluster_case(rounds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray", "cluster", "spin"], default=None,
+    p.add_argument("--only", choices=["process", "ray", "cluster"], default=None,
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
-                        "figures for docs/scaling-out.md; spin: an A/B of the process "
-                        "handshake's spins; neither is run by default)")
+                        "figures for docs/scaling-out.md; not run by default)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     p.add_argument("--ray-defaults", action="store_true",
                    help="start Ray as it comes (actors at nice 15, object store not "
@@ -408,8 +379,6 @@ def main(argv: list[str] | None = None) -> int:
         ray_cases(args.rounds, results)
     if args.only == "cluster":
         cluster_case(args.rounds)
-    if args.only == "spin":
-        spin_cases(args.rounds, results)
     missed = []
     ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():
@@ -424,10 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             missed.append(name)
         of_ceiling = ("" if ceiling is None or name.startswith("ceiling")
                       else f"  ({ratio / ceiling:.0%} of the ceiling)")
-        first, second = ("no spin", "spin") if name.startswith("spin") else (
-            "one process", "sharded")
-        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  {first} "
-              f"{t_one * 1e3:8.2f} ms/call, {second} {t_sharded * 1e3:8.2f} ms/call"
+        print(f"{name:24s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  one process "
+              f"{t_one * 1e3:8.2f} ms/call, sharded {t_sharded * 1e3:8.2f} ms/call"
               f"{'' if target is None else f'  target {target}x'}{verdict}{of_ceiling}")
     print(f"# load average {os.getloadavg()[0]:.1f} at the end")
     if missed and not args.no_targets:

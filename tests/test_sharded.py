@@ -14,14 +14,19 @@ import sys
 import textwrap
 import time
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
 import batchenv
 from batchenv import BatchPong, ShardedVectorEnv, ShardError, StepBeforeResetError
-from batchenv.sharded._process import SHM_PREFIX
+from batchenv.sharded._shm import SHM_PREFIX
 from batchenv.testing import CounterEnv
+
+#: Gymnasium's (major, minor): CI runs the suite on the newest and on the oldest supported
+#: (.ci/run); where Gymnasium's own behaviour differs, tests expect each's.
+GYM_VERSION = tuple(int(x) for x in gymnasium.__version__.split(".")[:2])
 
 N = 37  # not a multiple of the worker counts: shards of unequal size
 EPISODE = 40  # a short time limit, so truncations happen within the test
@@ -527,35 +532,11 @@ def test_step_infos_come_through_the_pipe(info_every: int) -> None:
             ref.close()
 
 
-def test_a_post_noticed_late_pauses_polling() -> None:
-    """The handshake's poller: a post it notices late (a yield gave the core away for long)
-    makes it stop polling for a while, so the caller blocks at once."""
-    import threading
-
-    from batchenv.sharded._process import _LATE_NS, _Poller
-
-    sem = threading.Semaphore(0)
-    posted = np.zeros(1, np.int64)
-
-    def post_late() -> None:
-        time.sleep(0.05)
-        posted[0] = time.perf_counter_ns() - 10 * _LATE_NS  # as if posted long before seen
-        sem.release()
-
-    poller = _Poller(5.0)
-    threading.Thread(target=post_late).start()
-    assert poller.take(sem, posted, 0)  # taken while polling, but late
-    start = time.monotonic()
-    assert not poller.take(sem, posted, 0)  # paused: no 5 s poll, the caller blocks
-    assert time.monotonic() - start < 2.5  # a bound, not a measurement
-    assert not _Poller(0.0).take(sem, posted, 0)  # polling off: block at once
-
-
 def test_semaphores_are_unlinked_on_close() -> None:
     """The handshake's named POSIX semaphores (/dev/shm/sem.*) go with the env."""
     env = ShardedVectorEnv(BatchPong, 4, num_workers=2)
-    res = env._backend.resources
-    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in res.go + res.done]
+    backend = env._backend
+    names = [f"/dev/shm/sem.{sem._semlock.name.lstrip('/')}" for sem in backend.go + backend.done]
     assert len(names) == 4 and all(os.path.exists(name) for name in names)
     env.close()
     assert not any(os.path.exists(name) for name in names)
@@ -727,7 +708,10 @@ def _load_ppo():
 
 def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
     """The example's EpisodeStats (for collect / double-buffer, fed by halves) against
-    Gymnasium's RecordEpisodeStatistics on the same run."""
+    Gymnasium's RecordEpisodeStatistics on the same run. Gymnasium < 1.4's wrapper ignores
+    SAME_STEP and drops the first step of every episode after an env's first
+    (docs/integrations.md): there its lengths are one short (its returns equal: a Pong
+    episode's first step scores nothing)."""
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
     ppo = _load_ppo()
@@ -735,11 +719,12 @@ def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
                                             max_episode_steps=25, points_to_win=1))
     stats = ppo.EpisodeStats(8)
     env.reset(seed=0)
-    ended = 0
+    ended = np.zeros(8, dtype=np.int64)  # episodes ended so far, per env
     for t in range(80):
         _, reward, terminated, truncated, info = env.step(actions_for(t, 8))
         done = terminated | truncated
         mask = info.get("_episode", np.zeros(8, bool))
+        short = (ended > 0) if GYM_VERSION < (1, 4) else np.zeros(8, bool)
         for rows in (slice(0, 3), slice(3, 8)):  # two halves, as the double buffer does
             part = stats.update(rows, reward[rows], done[rows])
             expected = np.zeros(8, bool)
@@ -749,9 +734,9 @@ def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
                 assert np.array_equal(info["episode"]["r"][expected],
                                       part["episode"]["r"][expected])
                 assert np.array_equal(info["episode"]["l"][expected],
-                                      part["episode"]["l"][expected])
-        ended += int(mask.sum())
-    assert ended > 0
+                                      part["episode"]["l"][expected] - short[expected])
+        ended += mask
+    assert ended.sum() > ended.size  # some env ended a second episode
 
 
 @pytest.mark.parametrize(("rollout", "local"),

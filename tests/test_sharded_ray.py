@@ -4,8 +4,12 @@ instance per test class (Ray takes seconds to start: the tests are few)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -183,6 +187,29 @@ class TestLocalRay:
                                                  local=True)
         assert shared == [not store]
 
+    def test_a_killed_actor_leaves_the_drivers_blocks_to_the_driver(self) -> None:
+        """Shared memory has one owner: an actor that mapped the driver's trajectory blocks
+        unlinks none of them when it dies (attaching with SharedMemory registered them with
+        the actor's resource tracker, which unlinks at exit unless told otherwise through a
+        private API); close() unlinks them all."""
+        before = shm_blocks()
+        env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray", timeout=60)
+        try:
+            env.reset(seed=0)
+            env.collect(lambda obs: np.zeros(len(obs), np.int64), 5)  # by value
+            ours = shm_blocks() - before
+            assert sum("_traj" in name for name in ours) == 4  # obs, actions, rewards, flags
+            pid = env.worker_pids[0]
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30  # a bound for Ray to reap it, not a timing
+            while time.monotonic() < deadline and alive(pid):
+                time.sleep(0.1)
+            time.sleep(1.0)  # what a tracker of the actor's would take to unlink
+            assert shm_blocks() - before == ours
+        finally:
+            env.close()
+        assert shm_blocks() == before
+
     def test_double_buffered_halves_alternate(self) -> None:
         env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")
         ref = BatchPong(N)
@@ -228,3 +255,47 @@ class TestTwoNodeCluster:
 
     def test_a_killed_actor_is_named(self) -> None:
         check_killed_actor()
+
+
+_RAY_DRIVER = """
+import time
+import numpy as np
+import ray
+import batchenv
+
+if __name__ == "__main__":
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    env = batchenv.make("batchenv/Pong-v0", 4, num_workers=2, backend="ray")
+    env.reset(seed=0)
+    env.collect(lambda obs: np.zeros(len(obs), np.int64), 5)  # into shared memory
+    print("ready", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.faults
+def test_a_killed_driver_leaves_no_blocks(tmp_path) -> None:
+    """SIGKILL of a Ray driver whose actors write into its shared memory: the driver's
+    resource tracker (with which creating the blocks registered them) unlinks them; the
+    actors, which only mapped them, have nothing to do with it."""
+    script = tmp_path / "ray_driver.py"
+    script.write_text(textwrap.dedent(_RAY_DRIVER))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=root,
+                            env={**os.environ, "PYTHONPATH": root}, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        blocks = glob.glob(f"/dev/shm/batchenv_{proc.pid}_*")
+        assert sum("_traj" in b for b in blocks) == 4
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        deadline = time.monotonic() + 30  # a bound, not a measurement
+        while time.monotonic() < deadline and any(os.path.exists(b) for b in blocks):
+            time.sleep(0.1)
+        assert not any(os.path.exists(b) for b in blocks)
+    finally:
+        try:  # Ray's own processes, started by the killed driver in its session
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

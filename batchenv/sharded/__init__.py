@@ -51,6 +51,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from batchenv.core import BatchEnv, ClosedEnvError, batched_space
 from batchenv.sharded._errors import ShardError
+from batchenv.sharded._shard import batch_layout, rows, trajectory_layout
 from batchenv.validation import (
     StepBeforeResetError,
     action_checker,
@@ -212,17 +213,7 @@ class ShardedVectorEnv(VectorEnv):
         self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
                              for a, b in self._half_rows]
 
-        obs_space, act_space = self.single_observation_space, self.single_action_space
-        obs_shape, act_shape = tuple(obs_space.shape or ()), tuple(act_space.shape or ())
-        layout: dict[str, tuple[tuple[int, ...], Any]] = {
-            "obs": ((n, *obs_shape), obs_space.dtype),
-            "reward": ((n,), np.float64),
-            "flags": ((2, n), np.bool_),  # terminated, truncated
-            "actions": ((n, *act_shape), act_space.dtype),
-        }
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            layout["final_obs"] = ((n, *obs_shape), obs_space.dtype)
-            layout["final_mask"] = ((n,), np.bool_)
+        layout = batch_layout(template, n)
         self.closed = True  # until the workers are up: close() has nothing to do
         self._backend: Any  # ProcessBackend, RayBackend or WithLocalShard
         first = int(self.local_shard)  # the first shard that gets a worker
@@ -478,18 +469,20 @@ class ShardedVectorEnv(VectorEnv):
         if not is_int(steps) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         steps = int(steps)
-        obs_space, act_space = self.single_observation_space, self.single_action_space
-        # (steps, n, ...) arrays, reused while steps is unchanged; the workers write their
-        # rows (Ray actors on other nodes return theirs, and the backend copies them in)
-        arrays, specs = self._backend.collect_buffers(
-            steps, tuple(obs_space.shape or ()), obs_space.dtype,
-            tuple(act_space.shape or ()), act_space.dtype)
+        # (steps, n, ...) arrays, kept while steps is unchanged; the shards write their rows
+        arrays, specs = self._backend.trajectories.get(
+            steps, trajectory_layout(self._template, steps, self.num_envs))
         # pickled once (Ray: put once, fetched by every actor)
         payload = None if policy is None else self._backend.pack_policy(policy)
         for k in range(self.num_workers):
             self._backend.start(k, "collect", (payload, steps, specs))
         replies = self._finish(range(self.num_workers), "collect")
         sides = [side for _info, side in replies]
+        for k, side in enumerate(sides):  # a shard that kept its own (a Ray actor on
+            if "out" in side:  # another node) returned them: into its rows
+                ours = rows(arrays, self.bounds[k], self.bounds[k + 1], axis=1)
+                for key, part in side.pop("out").items():
+                    ours[key][...] = part
         terminated, truncated = arrays["flags"]
         out = {"obs": arrays["obs"], "actions": arrays["actions"],
                "rewards": arrays["rewards"], "terminated": terminated,
@@ -506,7 +499,8 @@ class ShardedVectorEnv(VectorEnv):
             final_obs = obs[order]
         else:
             final_index = np.zeros((0, 2), np.int64)
-            final_obs = np.zeros((0, *(obs_space.shape or ())), obs_space.dtype)
+            space = self.single_observation_space
+            final_obs = np.zeros((0, *(space.shape or ())), space.dtype)
         extras: dict[str, np.ndarray] = {}
         if sides and sides[0]["extras"]:
             extras = {key: np.concatenate([s["extras"][key] for s in sides], axis=1)

@@ -11,7 +11,7 @@ steps its shard while the workers step theirs, and ``step_async`` still returns 
 
 The other shards are an ordinary backend (process or Ray) over ``bounds[1:]``, numbering
 its shards from 1 in its errors. This wrapper is what ``ShardedVectorEnv`` sees: the
-backend interface (``arrays``, ``start``, ``finish``, ``collect_buffers``,
+backend interface (``arrays``, ``trajectories``, ``start``, ``finish``,
 ``pack_policy``, ``pids``, ``close``) over all the shards.
 
 The price: no fault isolation for shard 0 (a segfault there kills the driver; a Python
@@ -28,14 +28,8 @@ import numpy as np
 
 from batchenv.core import BatchEnv
 from batchenv.sharded._errors import ShardError
-from batchenv.sharded._shard import (
-    Shard,
-    adopt_buffers,
-    pickle_policy,
-    rollout_views,
-    row_views,
-    write_out,
-)
+from batchenv.sharded._shard import Shard, adopt_buffers, pickle_policy, rows
+from batchenv.sharded._shm import TrajectoryArrays
 
 
 def unpack_policy(payload: Any) -> Any:
@@ -51,27 +45,24 @@ def unpack_policy(payload: Any) -> Any:
 
 class LocalShard:
     """Shard 0, rows ``[start, stop)``, in the driver: a :class:`Shard` whose env writes
-    into its rows of the batch ``arrays``."""
+    into its rows of the batch ``arrays`` (and of the ``trajectories``)."""
 
     def __init__(self, env_cls: type[BatchEnv], start: int, stop: int,
-                 env_kwargs: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+                 env_kwargs: dict[str, Any], arrays: dict[str, np.ndarray],
+                 trajectories: TrajectoryArrays) -> None:
         self.start, self.stop = start, stop
         self.shard = Shard(env_cls, stop - start, env_kwargs)
-        self.views = row_views(arrays, start, stop)
+        self.views = rows(arrays, start, stop)
+        self.trajectories = trajectories
         adopt_buffers(self.shard.env, self.views)
 
-    def run(self, cmd: str, arg: Any, trajectories: dict[str, np.ndarray] | None) -> Any:
-        """Run a command; returns what a worker would reply (see ``_process._serve``)."""
-        shard, views = self.shard, self.views
+    def run(self, cmd: str, arg: Any) -> Any:
+        """Run a command; returns what a worker would reply."""
         if cmd == "collect":
             payload, steps, _specs = arg
-            assert trajectories is not None  # collect_buffers came first
-            rollout = rollout_views(trajectories, self.start, self.stop)
-            last, side = shard.collect(unpack_policy(payload), steps, rollout)
-            write_out(views, last)
-            del side["out"]
-            return last.info, side
-        return shard.run(cmd, arg, views)
+            arg = (unpack_policy(payload), steps,
+                   rows(self.trajectories.arrays, self.start, self.stop, axis=1))
+        return self.shard.run(cmd, arg, self.views)
 
     def close(self) -> None:
         self.shard.env.close()
@@ -89,11 +80,13 @@ class WithLocalShard:
         self.remote: Any = remote  # a ProcessBackend or RayBackend, or None
         self.arrays: dict[str, np.ndarray] = remote.arrays if remote is not None else {
             key: np.zeros(shape, dtype) for key, (shape, dtype) in layout.items()}
+        #: collect's trajectories: the remote backend's (shard 0 writes its rows there)
+        self.trajectories: TrajectoryArrays = (remote.trajectories if remote is not None
+                                               else TrajectoryArrays(None))
         self.pids: list[int] = list(remote.pids) if remote is not None else []
         self.local: LocalShard | None = LocalShard(env_cls, bounds[0], bounds[1],
-                                                   env_kwargs, self.arrays)
+                                                   env_kwargs, self.arrays, self.trajectories)
         self._pending: tuple[str, Any] | None = None  # shard 0's command, run by finish
-        self._traj: tuple[int, dict[str, np.ndarray]] | None = None
 
     def start(self, k: int, cmd: str, arg: Any = None) -> None:
         """Shard 0: remember the command (``finish`` runs it); others: send it."""
@@ -114,8 +107,7 @@ class WithLocalShard:
             assert self._pending is not None and self.local is not None
             (cmd, arg), self._pending = self._pending, None
             try:
-                replies.append(self.local.run(cmd, arg, None if self._traj is None
-                                              else self._traj[1]))
+                replies.append(self.local.run(cmd, arg))
             except Exception as exc:  # noqa: BLE001  (reported after the workers answer)
                 failure = exc
         others: list[int] = []
@@ -134,33 +126,12 @@ class WithLocalShard:
                              ) from failure
         return replies
 
-    def collect_buffers(self, steps: int, obs_shape: tuple, obs_dtype: Any,
-                        act_shape: tuple, act_dtype: Any
-                        ) -> tuple[dict[str, np.ndarray], Any]:
-        """The remote backend's (steps, n, ...) trajectory arrays (shard 0 writes its rows
-        there too), or ordinary arrays when there is no worker; reused while ``steps`` is
-        unchanged."""
-        if self.remote is not None:
-            arrays, specs = self.remote.collect_buffers(steps, obs_shape, obs_dtype,
-                                                        act_shape, act_dtype)
-        elif self._traj is not None and self._traj[0] == steps:
-            arrays, specs = self._traj[1], None
-        else:
-            n = self.bounds[-1]
-            arrays = {"obs": np.empty((steps, n, *obs_shape), obs_dtype),
-                      "actions": np.empty((steps, n, *act_shape), act_dtype),
-                      "rewards": np.empty((steps, n)),
-                      "flags": np.empty((2, steps, n), np.bool_)}
-            specs = None
-        self._traj = (steps, arrays)
-        return arrays, specs
-
     def pack_policy(self, policy: Any) -> Any:
         return pickle_policy(policy) if self.remote is None else self.remote.pack_policy(policy)
 
     def close(self) -> None:
         local, self.local = self.local, None
-        self._pending = self._traj = None
+        self._pending = None
         try:
             if local is not None:
                 local.close()

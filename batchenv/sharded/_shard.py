@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from batchenv.core import BatchEnv
 from batchenv.validation import action_checker
@@ -40,13 +41,6 @@ class StepOut:
         self.final_rows, self.final_obs = final_rows, final_obs  # local rows, their obs
         self.info = info or None  # non-standard info keys, arrays over the shard's rows
 
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __setstate__(self, values: tuple) -> None:
-        for k, v in zip(self.__slots__, values):
-            setattr(self, k, v)
-
 
 def split_info(info: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | None,
                                               dict[str, Any]]:
@@ -62,22 +56,43 @@ def split_info(info: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray | No
     return rows, np.stack(list(info["final_obs"][rows])), rest
 
 
-def row_views(arrays: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
-    """Rows ``[start, stop)`` of the batch arrays (a shard's part), plus ``terminated`` and
-    ``truncated`` (the two rows of ``flags``)."""
-    views = {key: whole[:, start:stop] if key == "flags" else whole[start:stop]
+def batch_layout(env: Any, n: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """The (shape, dtype) of every output array of a batch of ``n`` envs like ``env``
+    (observations, rewards, the terminated/truncated block, actions, and in SAME_STEP mode
+    the final observations and their mask): the driver's whole batch, or a Ray actor's
+    own rows."""
+    obs, act = env.single_observation_space, env.single_action_space
+    layout = {"obs": ((n, *(obs.shape or ())), np.dtype(obs.dtype)),
+              "reward": ((n,), np.dtype(np.float64)),
+              "flags": ((2, n), np.dtype(np.bool_)),  # terminated, truncated
+              "actions": ((n, *(act.shape or ())), np.dtype(act.dtype))}
+    if env.autoreset_mode is AutoresetMode.SAME_STEP:
+        layout["final_obs"] = layout["obs"]
+        layout["final_mask"] = ((n,), np.dtype(np.bool_))
+    return layout
+
+
+def trajectory_layout(env: Any, steps: int, n: int
+                      ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """The (shape, dtype) of ``collect``'s time-major trajectory arrays: ``steps`` steps
+    of ``n`` envs like ``env``."""
+    obs, act = env.single_observation_space, env.single_action_space
+    return {"obs": ((steps, n, *(obs.shape or ())), np.dtype(obs.dtype)),
+            "actions": ((steps, n, *(act.shape or ())), np.dtype(act.dtype)),
+            "rewards": ((steps, n), np.dtype(np.float64)),
+            "flags": ((2, steps, n), np.dtype(np.bool_))}  # terminated, truncated
+
+
+def rows(arrays: dict[str, np.ndarray], start: int, stop: int, axis: int = 0
+         ) -> dict[str, np.ndarray]:
+    """Rows ``[start, stop)`` (a shard's part) of batch arrays (``axis=0``) or of
+    trajectory arrays (``axis=1``, after the time axis), plus ``terminated`` and
+    ``truncated``: the two rows of ``flags``, whose env axis is one further."""
+    part = (slice(None),) * axis + (slice(start, stop),)
+    views = {key: whole[(slice(None),) + part] if key == "flags" else whole[part]
              for key, whole in arrays.items()}
     views["terminated"], views["truncated"] = views["flags"]
     return views
-
-
-def rollout_views(arrays: dict[str, np.ndarray], start: int, stop: int
-                  ) -> dict[str, np.ndarray]:
-    """Rows ``[start, stop)`` of ``collect``'s (steps, n, ...) trajectory arrays, as
-    :meth:`Shard.collect` takes them."""
-    out = {key: whole[:, start:stop] for key, whole in arrays.items() if key != "flags"}
-    out["terminated"], out["truncated"] = arrays["flags"][:, :, start:stop]
-    return out
 
 
 def pickle_policy(policy: Any) -> bytes:
@@ -136,16 +151,54 @@ def write_out(views: dict[str, np.ndarray], out: StepOut) -> None:
 
 
 class Shard:
-    """A ``BatchEnv`` over ``num_rows`` rows, run inside a worker."""
+    """A ``BatchEnv`` over ``num_rows`` rows, run inside a worker (or the driver)."""
 
     def __init__(self, env_cls: type[BatchEnv], num_rows: int, env_kwargs: dict[str, Any]
                  ) -> None:
         self.env = env_cls(num_rows, copy=False, validate=False, **env_kwargs)
         self.obs: np.ndarray | None = None  # the latest observation (a view of env buffers)
         self.policy: Any = None
-        self._out: dict[str, np.ndarray] | None = None  # collect's arrays, when it owns them
+        self._own: dict[str, np.ndarray] | None = None  # trajectories, when it holds them
         self._check = action_checker(self.env.single_action_space, num_rows,
                                       self.env.box_action_bounds)
+        #: asked every ``CHECK_SECONDS`` of a rollout (a process worker's: is the driver's
+        #: end of the pipe closed?): True stops it with :class:`DriverGone`, so that a
+        #: killed driver's workers do not run a long rollout to its end
+        self.driver_gone: Callable[[], bool] | None = None
+
+    def run(self, cmd: str, arg: Any, views: dict[str, np.ndarray]) -> Any:
+        """Run a command whose outputs land in ``views`` (this shard's rows of the batch
+        arrays, :func:`rows`) and return the reply: a step's or reset's info, ``collect``'s
+        (info, side), or the command's result. Every transport serves through this: the
+        process worker, the Ray actor and the driver's own shard (``local_shard``); they
+        only carry the command and the outputs.
+
+        ``collect``'s ``arg`` is (policy or ``None``, steps, trajectories): this shard's
+        rows of the trajectory arrays (``rows(..., axis=1)``), or ``None`` when the shard
+        keeps its own and returns them (a Ray actor on another node)."""
+        if cmd == "step":
+            out = self.step(views["actions"])
+        elif cmd == "reset":
+            out = self.reset(*arg)
+        elif cmd == "set_state":
+            out = self.set_state(*arg)
+        elif cmd == "collect":
+            out, side = self.collect(*arg)
+            write_out(views, out)
+            return out.info, side
+        elif cmd == "get_state":
+            return self.env.get_state()
+        elif cmd == "render":
+            return self.env.render()
+        elif cmd == "call":
+            name, args, kwargs = arg
+            return self.env.call(name, *args, **kwargs)
+        elif cmd == "set_attr":
+            return self.env.set_attr(*arg)
+        else:
+            raise ValueError(f"unknown command {cmd!r}")
+        write_out(views, out)
+        return out.info
 
     def reset(self, seed: Any, mask: np.ndarray | None) -> StepOut:
         options = None if mask is None else {"reset_mask": mask}
@@ -154,80 +207,34 @@ class Shard:
 
     def step(self, actions: np.ndarray) -> StepOut:
         self.obs, reward, terminated, truncated, info = self.env.step(actions)
-        rows, final, rest = split_info(info) if info else (None, None, None)
-        return StepOut(self.obs, reward, terminated, truncated, rows, final, rest)
-
-    def run(self, cmd: str, arg: Any, views: dict[str, np.ndarray]) -> Any:
-        """Run a command whose outputs land in ``views`` (this shard's rows of the batch
-        arrays) and return the reply: a step's or reset's info, or the command's result.
-        The in-driver shard (``_local``) and the process worker (``_process``) both serve
-        through this; ``collect`` is theirs (its trajectories live in transport-specific
-        places), and the Ray actor returns outputs instead of writing them."""
-        if cmd == "step":
-            out = self.step(views["actions"])
-            write_out(views, out)
-            return out.info
-        if cmd == "reset":
-            out = self.reset(*arg)
-            write_out(views, out)
-            return out.info
-        if cmd == "set_state":
-            write_out(views, self.set_state(*arg))
-            return None
-        if cmd == "get_state":
-            return self.get_state()
-        if cmd == "render":
-            return self.render()
-        if cmd == "call":
-            return self.call(*arg)
-        if cmd == "set_attr":
-            return self.set_attr(*arg)
-        raise ValueError(f"unknown command {cmd!r}")
-
-    def get_state(self) -> np.ndarray:
-        return self.env.get_state()
+        final_rows, final, rest = split_info(info) if info else (None, None, None)
+        return StepOut(self.obs, reward, terminated, truncated, final_rows, final, rest)
 
     def set_state(self, states: np.ndarray, mask: np.ndarray | None) -> StepOut:
         self.obs = self.env.set_state(states, mask)
         return StepOut(self.obs)
 
-    def render(self) -> tuple | None:
-        return self.env.render()
-
-    def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
-        return self.env.call(name, *args, **kwargs)
-
-    def set_attr(self, name: str, value: Any) -> None:
-        self.env.set_attr(name, value)
-
-    def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None,
-                driver_gone: Callable[[], bool] | None = None
+    def collect(self, policy: Any, steps: int, out: dict[str, np.ndarray] | None
                 ) -> tuple[StepOut, dict[str, Any]]:
         """Step ``steps`` times with ``policy`` (``None``: the last one sent), writing into
-        ``out`` (views (steps, rows, ...) of obs, actions, rewards, terminated, truncated;
-        ``None``: allocate). Returns the last step's outputs and what is not in ``out``:
-        the final observations as (t, local row, obs), the policy's extras, and ``out``.
-
-        ``driver_gone`` (a process worker's) is asked every ``CHECK_SECONDS``: True stops
-        the rollout with :class:`DriverGone`, so that a killed driver's workers do not run
-        a long rollout to its end."""
+        ``out`` (this shard's rows of the trajectory arrays; ``None``: its own, reused
+        while ``steps`` is unchanged). Returns the last step's outputs and what is not in
+        ``out``: the final observations as (t, local row, obs), the policy's extras, and
+        (``out`` was ``None``) the shard's own trajectory arrays as ``"out"``."""
         if policy is not None:
             self.policy = policy
         if self.policy is None:
             raise ValueError("collect: no policy given and none held from an earlier call")
         if self.obs is None:
             raise ValueError("collect() called before reset(): call reset() first")
-        env = self.env
-        if out is None and self._out is not None and len(self._out["obs"]) == steps:
-            out = self._out  # the caller (Ray) copies the arrays out: reuse them
+        side: dict[str, Any] = {}
         if out is None:
-            n = env.num_envs
-            out = self._out = {"obs": np.empty((steps, *self.obs.shape), self.obs.dtype),
-                   "actions": np.empty((steps, *(env.action_space.shape or ())),
-                                       env.action_space.dtype),
-                   "rewards": np.empty((steps, n)),
-                   "terminated": np.empty((steps, n), bool),
-                   "truncated": np.empty((steps, n), bool)}
+            n = self.env.num_envs
+            if self._own is None or len(self._own["obs"]) != steps:
+                self._own = {key: np.empty(shape, dtype) for key, (shape, dtype)
+                             in trajectory_layout(self.env, steps, n).items()}
+            side["out"] = self._own
+            out = rows(self._own, 0, n, axis=1)
         final_t: list[np.ndarray] = []
         final_rows: list[np.ndarray] = []
         final_obs: list[np.ndarray] = []
@@ -235,8 +242,8 @@ class Shard:
         last = None
         next_check = time.monotonic() + CHECK_SECONDS
         for t in range(steps):
-            if driver_gone is not None and time.monotonic() > next_check:
-                if driver_gone():
+            if self.driver_gone is not None and time.monotonic() > next_check:
+                if self.driver_gone():
                     raise DriverGone("the driver is gone: rollout abandoned")
                 next_check = time.monotonic() + CHECK_SECONDS
             out["obs"][t] = self.obs
@@ -256,8 +263,7 @@ class Shard:
                 final_rows.append(last.final_rows)
                 final_obs.append(last.final_obs)
         assert last is not None  # steps >= 1
-        side: dict[str, Any] = {"extras": {k: np.stack(v) for k, v in extras.items()},
-                                "out": out}
+        side["extras"] = {k: np.stack(v) for k, v in extras.items()}
         if final_t:
             side["final"] = (np.concatenate(final_t), np.concatenate(final_rows),
                              np.concatenate(final_obs))

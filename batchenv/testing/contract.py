@@ -844,7 +844,10 @@ def _check_wrappers(c: _Context) -> None:
     for name, reason in why.items():
         c.skipped[f"wrapper {name}"] = reason
     for name, wrap in use.items():
-        env = wrap(c.make(n).unwrapped)  # the factory's own wrappers may clash with this one
+        # the factory's own wrappers may clash with this one; they stay referenced while the
+        # env runs, since Gymnasium < 1.4 closes a vector env (wrappers too) when collected
+        made = c.make(n)
+        env = wrap(made.unwrapped)
         raw = c.make(n)
         env.reset(seed=c.seed)
         raw.reset(seed=c.seed)

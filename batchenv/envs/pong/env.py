@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from batchenv.core import BatchEnv, field_outside
+from batchenv.envs.pong import per_env
 from batchenv.envs.pong.raster import (
     PALETTE,
     Layout,
@@ -154,6 +155,14 @@ class BatchPong(BatchEnv[PongState]):
 
     * ``frameskip``: physics sub-steps per action (the action, made sticky or not, applies
       to each), rewards summed; an episode that ends at a sub-step stops there.
+    * ``kernels``: ``"numpy"`` (the vectorized rules of :mod:`~batchenv.envs.pong.rules`),
+      ``"numba"`` (the per-env rules of :mod:`~batchenv.envs.pong.per_env`, compiled into
+      one loop with the base class's per-step work; ``num_threads=`` splits it), ``"python"``
+      (the same per-env rules as a Python loop: slow, for a debugger) or ``"auto"``
+      (default: ``"numpy"``; ``"numba"`` is the faster form for the state observation and
+      for images with the default copy, but compiles its loops in every new process, see
+      docs/pong.md, "Kernels"). Every form gives the same results, bit for bit: states,
+      random streams, observations, rewards, flags.
     * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
     * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
       (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
@@ -174,6 +183,11 @@ class BatchPong(BatchEnv[PongState]):
     state_type = PongState
     default_max_episode_steps = 10_000
     single_action_space = spaces.Discrete(3)
+    #: The per-env kernels read ``p.constants`` (:func:`per_env.kernel_constants`).
+    kernel_params = ("constants",)
+    reset_env = staticmethod(per_env.reset_env)
+    step_env = staticmethod(per_env.step_env)
+    observe_env = staticmethod(per_env.observe_env)
 
     def __init__(self, num_envs: int | None = None, *, params: PongParams | None = None,
                  mode: str = "cpu", obs_type: str | None = None, frameskip: int = 1,
@@ -240,10 +254,18 @@ class BatchPong(BatchEnv[PongState]):
             self.single_observation_space = spaces.Box(0, high, shape, dtype=np.uint8)
         if mode != "cpu":
             self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
+        self.constants = per_env.kernel_constants(self)
+        if kwargs.get("kernels", "auto") == "auto":
+            # the numpy kernels: the per-env ones are faster for the state observation and
+            # for images with a copy (docs/performance.md, "Per-env kernels: BatchPong"),
+            # but numba compiles them in every new process (no on-disk cache yet), which
+            # every sharded worker and short script would pay; kernels="numba" asks for them
+            kwargs["kernels"] = "numpy"
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
         self._obs_tmp = self._obs_scale_rows = np.empty((6, 0), np.float32)  # "state" only
-        self.observe_fills_out = obs_type == "state"  # tiles and pixels: drawn incrementally
+        # tiles and pixels: drawn incrementally by the numpy kernels, whole by the per-env ones
+        self.observe_fills_out = obs_type == "state" or self.kernels != "numpy"
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
         if obs_type == "state":
