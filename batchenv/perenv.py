@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from batchenv.core import BatchEnv
     from batchenv.state import State
 
-__all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal",
+__all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal", "words",
            "numba_available", "PER_ENV_KERNELS", "KERNEL_CHOICES"]
 
 #: The three static functions that make a class a per-env env.
@@ -126,6 +126,52 @@ def normal(s: Any, i: int, loc: float, scale: float) -> float:
     return float(loc + scale * r * np.cos(2.0 * np.pi * u1))
 
 
+# ---------------------------------------------------------------- whole words
+def words(a: np.ndarray) -> np.ndarray:
+    """The bytes of a C-contiguous array (``obs``, a row of a field) as uint64 words: a
+    view, no copy (``a.reshape(-1).view(np.uint64)``; its size in bytes a multiple of 8).
+    For an ``observe_env`` that clears a board or copies rows from a table of row images
+    eight bools at a time. Compiled, it is a view made in place (numba's ``reshape`` calls
+    a C helper, in every env's pass: docs/performance.md)."""
+    return a.reshape(-1).view(np.uint64)
+
+
+def _compile_words() -> None:
+    """``words`` for numba, as a builtin typed and lowered in place (an overload would be a
+    function returning a new view, which numba refuses without reference counting): the
+    view made from the array's data pointer and size (C-contiguous arrays only: anything
+    else fails to compile)."""
+    from numba.core import types
+    from numba.core.imputils import impl_ret_borrowed, lower_builtin
+    from numba.extending import type_callable
+    from numba.np.arrayobj import make_array, populate_array
+
+    word_array = types.Array(types.uint64, 1, "C")
+
+    @type_callable(words)
+    def type_words(context: Any) -> Any:
+        def typer(a: Any) -> Any:
+            if isinstance(a, types.Array) and a.layout == "C":
+                return word_array
+            return None
+
+        return typer
+
+    @lower_builtin(words, types.Array)
+    def lower_words(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        src = make_array(sig.args[0])(context, builder, args[0])
+        view = make_array(word_array)(context, builder)
+        eight = context.get_constant(types.intp, 8)
+        n = builder.udiv(builder.mul(src.nitems, src.itemsize), eight)
+        populate_array(view, data=builder.bitcast(src.data, view.data.type), shape=[n],
+                       strides=[eight], itemsize=eight, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, word_array, view._getvalue())
+
+
+if numba_available():
+    _compile_words()
+
+
 # ---------------------------------------------------------------- the loops
 def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
                 jit_inner: Any) -> dict[str, Any]:
@@ -134,6 +180,10 @@ def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
 
     def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
         for i in range(lo, hi):
+            if s.awaiting_reset[i]:  # its step is discarded (the base class resets or
+                reward[i] = 0.0  # freezes it): never run, as in step_fused
+                terminated[i] = False
+                continue
             r, t = step_env(p, s, i, action[i])
             reward[i] = r
             terminated[i] = t
@@ -396,8 +446,11 @@ class Runner:
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The whole step in one pass (the caller validated ``action``)."""
         max_steps = env.max_episode_steps or 0
+        # observe_fills_out: the caller's copy is written directly (no copy of the buffer)
+        fresh = env.copy and env.observe_fills_out
+        obs = np.empty_like(env._obs) if fresh else env._obs
         self._run("step_fused", env.num_envs, self.p, self.fields(env.state), action, env._reward,
-                  env._terminated, env._truncated, env._obs, self.final_obs, self.final,
+                  env._terminated, env._truncated, obs, self.final_obs, self.final,
                   _MODES[env.autoreset_mode], max_steps)
         info: dict[str, Any] = {}
         if env.autoreset_mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
@@ -409,7 +462,7 @@ class Runner:
         if not env.copy:
             return env._obs, env._reward, env._terminated, env._truncated, info
         terminated, truncated = env._flags.copy()
-        return env._obs.copy(), env._reward.copy(), terminated, truncated, info
+        return obs if fresh else obs.copy(), env._reward.copy(), terminated, truncated, info
 
 
 class KernelChoice(NamedTuple):
