@@ -129,11 +129,15 @@ def normal(s: Any, i: int, loc: float, scale: float) -> float:
 # ---------------------------------------------------------------- whole words
 def words(a: np.ndarray) -> np.ndarray:
     """The bytes of a C-contiguous array (``obs``, a row of a field) as uint64 words: a
-    view, no copy (``a.reshape(-1).view(np.uint64)``; its size in bytes a multiple of 8).
-    For an ``observe_env`` that clears a board or copies rows from a table of row images
-    eight bools at a time. Compiled, it is a view made in place (numba's ``reshape`` calls
-    a C helper, in every env's pass: docs/performance.md)."""
-    return a.reshape(-1).view(np.uint64)
+    view, no copy; ``size_in_bytes // 8`` words (a last partial word is left out). For an
+    ``observe_env`` that clears a board or copies rows from a table of row images eight
+    bools at a time. Compiled, it is a view made in place (numba's ``reshape`` calls a C
+    helper, in every env's pass: docs/performance.md)."""
+    if not a.flags.c_contiguous:  # (reshape would copy: writes would go nowhere)
+        raise ValueError(f"words: the array must be C-contiguous, got strides {a.strides} "
+                         f"for shape {a.shape}")
+    flat = a.reshape(-1).view(np.uint8)
+    return flat[:len(flat) // 8 * 8].view(np.uint64)
 
 
 def _compile_words() -> None:
