@@ -112,13 +112,16 @@ def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
 
 # An env's observation (10, 10, C) bools written as uint64 words of 8 cells (perenv.words):
 # an observe_env clears a board in 10 * C / 8 stores per row, and copies rows from tables of
-# row images (games whose board row of 10 * C cells is a multiple of 8 bytes).
+# row images (paint_row: games whose board row of 10 * C cells is a multiple of 8 bytes).
 @perenv.rule
 def clear_board(obs: np.ndarray) -> None:
     """Every cell of one env's observation to False, a word of 8 cells at a time."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0
+    channels = obs.shape[2]  # a size not a multiple of 8 (Freeway's 700): its last cell's
+    for c in range(channels - obs.size % 8, channels):  # last bytes (4 of 7 channels)
+        obs[GRID - 1, GRID - 1, c] = False
 
 
 @perenv.rule
