@@ -115,13 +115,11 @@ def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
 # row images (paint_row: games whose board row of 10 * C cells is a multiple of 8 bytes).
 @perenv.rule
 def clear_board(obs: np.ndarray) -> None:
-    """Every cell of one env's observation to False, a word of 8 cells at a time."""
+    """Every cell of one env's observation to False, a word of 8 cells at a time (a board of
+    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``)."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0
-    channels = obs.shape[2]  # a size not a multiple of 8 (Freeway's 700): its last cell's
-    for c in range(channels - obs.size % 8, channels):  # last bytes (4 of 7 channels)
-        obs[GRID - 1, GRID - 1, c] = False
 
 
 @perenv.rule
@@ -179,7 +177,9 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     rendering. A game sets :attr:`game`, :attr:`channels`, :attr:`minimal_actions`,
     :attr:`step_words`, :attr:`reset_words` and its state (a :class:`MinAtarState`
     subclass as ``state_type``, or a ``state_dtype`` ending with :data:`STICKY_FIELDS`),
-    and writes ``reset_envs``, ``step_envs`` and ``observe``.
+    and writes ``reset_envs``, ``step_envs`` and ``observe``, and the same rules as per-env
+    kernels ``reset_env``, ``step_env``, ``observe_env`` (:mod:`batchenv.perenv`; they read
+    :attr:`kernel_params` and call :func:`sticky_action_env` first).
 
     Args:
         num_envs: envs in the batch.
@@ -190,11 +190,16 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         minimal_action_set: actions are indices into MinAtar's ``minimal_action_set()``
             (the ``-v1`` ids) instead of its 6 actions (``-v0``).
         render_scale: pixels per board cell of ``rgb_array`` frames (default 8).
-        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its compiled loops,
-            :mod:`batchenv.envs.minatar._numba`: the same results, faster; needs
-            ``pip install batchenv[fast]``) or ``"auto"`` (default: numba when it is
-            installed). The first env of a game compiles its loops (seconds), cached on disk
-            for later processes. ``env.kernels`` tells which one runs.
+        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its per-env kernels
+            compiled by :mod:`batchenv.perenv`: the same results, faster; needs
+            ``pip install batchenv[fast]``), ``"python"`` (the per-env kernels as a Python
+            loop: slow, debuggable) or ``"auto"`` (default: numba when it is installed,
+            else the numpy kernels). The first env of a game in a process compiles its
+            loops (seconds). ``env.kernels`` tells which one runs; ``num_threads=`` (a
+            :class:`~batchenv.BatchEnv` option) runs the compiled loop on threads.
+            (Seaquest, not yet converted, runs its private numba layer
+            :mod:`batchenv.envs.minatar._numba` instead: ``"auto"``, ``"numpy"``,
+            ``"numba"``.)
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 

@@ -129,8 +129,10 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     ``BatchAsterix(num_envs, *, difficulty_ramping=True, sticky_action_prob=0.1,
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` spawn and move speeds stay at their start values.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -166,7 +168,7 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every lane itself)
+        if self.kernels == "numpy":  # (observe_env draws every lane itself)
             self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
                                     (GRID, GRID, _CHANNELS))
 
@@ -185,7 +187,7 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         s.alive[rows] = False
         # (the rules never read a dead slot's other fields, but a reset clears them: a
         # NEXT_STEP reset follows a discarded step, which moved the entities here and not
-        # in the numba layer, and the state after a reset must not depend on that)
+        # in the per-env kernels, and the state after a reset must not depend on that)
         s.ent_x[rows] = 0
         s.ent_right[rows] = False
         s.ent_gold[rows] = False

@@ -114,8 +114,10 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Breakout has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too). ``render_mode``:
     ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -146,7 +148,7 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every wall row itself)
+        if self.kernels == "numpy":  # (observe_env draws every wall row itself)
             self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
                                    (GRID, GRID, _CHANNELS), np.uint16)
         self._wall_base = np.arange(self.num_envs, dtype=np.intp) * len(WALL_ROWS)

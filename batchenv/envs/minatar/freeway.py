@@ -14,7 +14,6 @@ from batchenv.envs.minatar._base import (
     UP,
     MinAtarEnv,
     MinAtarState,
-    clear_board,
     randint,
     sticky_action_env,
 )
@@ -97,8 +96,10 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
     ``BatchFreeway(num_envs, *, sticky_action_prob=0.1, minimal_action_set=False,
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Freeway has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too).
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -198,14 +199,13 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
             randomize_cars_env(s, i)
             s.pos[i] = _START
         drive_cars_env(s, i)
-        if s.move_timer[i] > 0:
-            s.move_timer[i] -= 1
+        s.move_timer[i] -= s.move_timer[i] > 0  # (down to 0; no branch: a coin toss)
         s.terminate_timer[i] -= 1
         return reward, s.terminate_timer[i] < 0
 
     @staticmethod
     def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
-        clear_board(obs)
+        obs[:] = False
         obs[s.pos[i], CHICKEN_X, 0] = True
         for j in range(CARS):  # car j drives lane (row) j + 1
             x = s.car_x[i, j]

@@ -120,8 +120,10 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` every wave marches at the first wave's speed.
     ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -161,7 +163,7 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every row itself)
+        if self.kernels == "numpy":  # (observe_env draws every row itself)
             self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
                                            (GRID, GRID, _CHANNELS), np.uint16)
 
