@@ -344,6 +344,21 @@ def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
     return kernels, threads
 
 
+_TUPLE_TYPES: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _tuple_type(name: str, fields: tuple[str, ...]) -> Any:
+    """The namedtuple class ``name`` with ``fields``, made once per process: numba compiles
+    the loops once per argument type, so a class made per env instance would compile them
+    again for every instance (check_env makes dozens)."""
+    key = (name, tuple(fields))
+    made = _TUPLE_TYPES.get(key)
+    if made is None:
+        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
+        made = _TUPLE_TYPES[key] = make_tuple(name, fields)
+    return made
+
+
 class Runner:
     """What a per-env env runs: the loops of its class's kernels, bound as its numpy-form
     kernels (so that everything built on those, ``check_env``, debug mode, sharding, works
@@ -359,11 +374,10 @@ class Runner:
         self._pool: Any = None
         self._compiled: set[str] = set()  # loops called (so compiled) already
         names = env.full_state_dtype.names or ()
-        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
-        self.state_tuple: Any = make_tuple(f"{cls.__name__}Fields", names)
+        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields", names)
         params = tuple(getattr(cls, "kernel_params", ()))
         self.param_names = params
-        self.param_tuple: Any = make_tuple(f"{cls.__name__}Params", params) if params \
+        self.param_tuple: Any = _tuple_type(f"{cls.__name__}Params", params) if params \
             else tuple
         space = env.single_observation_space
         if not space.shape:

@@ -128,6 +128,12 @@ def test_check_env_refuses_an_instance():
         check_env(Walk(4))
 
 
+def test_check_env_names_an_unknown_id_once():
+    # one clear error, not every check failing with the registry's message
+    with pytest.raises(ValueError, match=r"env: 'authoring/Nope-v0' is not a registered id"):
+        check_env("authoring/Nope-v0")
+
+
 # ---------------------------------------------------------------------- mistakes
 class ObserveReturns(Walk):
     def observe(self, s, out):

@@ -114,6 +114,13 @@ class _Context:
         if not (isinstance(env, str) or callable(env)):
             raise TypeError(f"env must be a BatchEnv subclass, a callable num_envs -> "
                             f"VectorEnv or a registered id, got {type(env).__name__}")
+        if isinstance(env, str):
+            try:
+                gym.spec(env)  # an unknown id is one error, not every check failing alike
+            except gym.error.Error as e:
+                raise ValueError(f"env: {env!r} is not a registered id ({e}); pass a "
+                                 f"registered id, a BatchEnv subclass or a callable "
+                                 f"num_envs -> VectorEnv") from e
         if num_envs < 4:
             raise ValueError(f"num_envs must be >= 4 (masks and bounds use 4 rows), "
                              f"got {num_envs}")
@@ -837,7 +844,10 @@ def _check_wrappers(c: _Context) -> None:
     for name, reason in why.items():
         c.skipped[f"wrapper {name}"] = reason
     for name, wrap in use.items():
-        env = wrap(c.make(n).unwrapped)  # the factory's own wrappers may clash with this one
+        # the factory's own wrappers may clash with this one; they stay referenced while the
+        # env runs, since Gymnasium < 1.4 closes a vector env (wrappers too) when collected
+        made = c.make(n)
+        env = wrap(made.unwrapped)
         raw = c.make(n)
         env.reset(seed=c.seed)
         raw.reset(seed=c.seed)
