@@ -48,7 +48,7 @@ def assert_same_state(a, b, what):
         np.testing.assert_array_equal(sa[name], sb[name], err_msg=f"{what}: state {name}")
 
 
-def pair(cls, n=96, kernels="numba", **kwargs):
+def pair(cls, n=64, kernels="numba", **kwargs):
     a, b = cls(n, kernels="numpy", **kwargs), cls(n, kernels=kernels, **kwargs)
     assert (a.kernels, b.kernels) == ("numpy", kernels)
     return a, b
@@ -72,7 +72,7 @@ def run_pair(a, b, steps, seed, every=50):
 @pytest.mark.parametrize("cls", GAMES)
 def test_per_env_equals_numpy_in_every_autoreset_mode(cls, mode):
     a, b = pair(cls, autoreset_mode=mode)
-    run_pair(a, b, 500, seed=7)
+    run_pair(a, b, 400, seed=7)
 
 
 @pytest.mark.parametrize("mode", MODES)
