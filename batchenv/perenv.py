@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from batchenv.core import BatchEnv
     from batchenv.state import State
 
-__all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal",
+__all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal", "words",
            "numba_available", "PER_ENV_KERNELS", "KERNEL_CHOICES"]
 
 #: The three static functions that make a class a per-env env.
@@ -126,6 +126,56 @@ def normal(s: Any, i: int, loc: float, scale: float) -> float:
     return float(loc + scale * r * np.cos(2.0 * np.pi * u1))
 
 
+# ---------------------------------------------------------------- whole words
+def words(a: np.ndarray) -> np.ndarray:
+    """The bytes of a C-contiguous array (``obs``, a row of a field) as uint64 words: a
+    view, no copy; ``size_in_bytes // 8`` words (a last partial word is left out). For an
+    ``observe_env`` that clears a board or copies rows from a table of row images eight
+    bools at a time. Compiled, it is a view made in place (numba's ``reshape`` calls a C
+    helper, in every env's pass: docs/performance.md)."""
+    if not a.flags.c_contiguous:  # (reshape would copy: writes would go nowhere)
+        raise ValueError(f"words: the array must be C-contiguous, got strides {a.strides} "
+                         f"for shape {a.shape}")
+    flat = a.reshape(-1).view(np.uint8)
+    return flat[:len(flat) // 8 * 8].view(np.uint64)
+
+
+def _compile_words() -> None:
+    """``words`` for numba, as a builtin typed and lowered in place (an overload would be a
+    function returning a new view, which numba refuses without reference counting): the
+    view made from the array's data pointer and size (C-contiguous arrays only: anything
+    else fails to compile)."""
+    from numba.core import types
+    from numba.core.imputils import impl_ret_borrowed, lower_builtin
+    from numba.extending import type_callable
+    from numba.np.arrayobj import make_array, populate_array
+
+    word_array = types.Array(types.uint64, 1, "C")
+
+    @type_callable(words)
+    def type_words(context: Any) -> Any:
+        def typer(a: Any) -> Any:
+            if isinstance(a, types.Array) and a.layout == "C":
+                return word_array
+            return None
+
+        return typer
+
+    @lower_builtin(words, types.Array)
+    def lower_words(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        src = make_array(sig.args[0])(context, builder, args[0])
+        view = make_array(word_array)(context, builder)
+        eight = context.get_constant(types.intp, 8)
+        n = builder.udiv(builder.mul(src.nitems, src.itemsize), eight)
+        populate_array(view, data=builder.bitcast(src.data, view.data.type), shape=[n],
+                       strides=[eight], itemsize=eight, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, word_array, view._getvalue())
+
+
+if numba_available():
+    _compile_words()
+
+
 # ---------------------------------------------------------------- the loops
 def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
                 jit_inner: Any) -> dict[str, Any]:
@@ -134,6 +184,10 @@ def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
 
     def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
         for i in range(lo, hi):
+            if s.awaiting_reset[i]:  # its step is discarded (the base class resets or
+                reward[i] = 0.0  # freezes it): never run, as in step_fused
+                terminated[i] = False
+                continue
             r, t = step_env(p, s, i, action[i])
             reward[i] = r
             terminated[i] = t

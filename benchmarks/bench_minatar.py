@@ -7,10 +7,10 @@
 For each game, in rounds that alternate the contenders (medians over rounds):
 
 * batchenv: ``BatchX(num_envs)`` with its defaults (sticky actions 0.1, NEXT_STEP
-  auto-reset, validation on, copies returned, ``kernels="auto"``: the numba layer when numba
-  is installed), random actions; seconds per env-step;
+  auto-reset, validation on, copies returned, ``kernels="auto"``: its per-env kernels
+  compiled when numba is installed), random actions; seconds per env-step;
 * the same game with ``kernels="numpy"`` (its numpy kernels), when the default runs the
-  numba layer: the A/B of that layer, in the same rounds;
+  per-env kernels: the A/B of the two forms, in the same rounds;
 * MinAtar 1.0.15's own loop, one env: ``act(a)`` then ``state()`` per step, ``reset()`` on
   a terminal (``minatar.Environment``, sticky actions 0.1);
 * gymnax (if ``--gymnax-python`` exists: a venv with gymnax and jax, see docs/minatar.md):
@@ -137,35 +137,27 @@ def empty_rules_class() -> type:
     return EmptyRules
 
 
-def empty_rules_numba_class() -> type:
-    """The floor with the sticky draw and the observation's clear compiled (the numba
-    layer's helpers): what a game of the numba layer pays before its own rules."""
-    from batchenv.envs.minatar._numba import flat_cells, game_action, jit, sticky_limit
+def empty_rules_per_env_class() -> type:
+    """The floor in the per-env form (compiled: the sticky draw, the clear of the
+    observation and the base class's per-step work in one pass): what a game on per-env
+    kernels pays before its own rules."""
+    from batchenv.envs.minatar._base import clear_board, sticky_action_env
 
-    @jit
-    def step(action, action_set, limit, always, last_action, key, counter, awaiting, reward,
-             terminated):
-        for i in range(len(action)):
-            reward[i] = 0.0
-            terminated[i] = False
-            if not awaiting[i]:
-                game_action(i, action, action_set, last_action, key, counter, limit, always)
+    class EmptyRulesPerEnv(empty_rules_class()):
+        @staticmethod
+        def reset_env(p, s, i):
+            s.x[i] = 0
 
-    @jit
-    def clear(out):
-        out[:] = False
+        @staticmethod
+        def step_env(p, s, i, action):
+            sticky_action_env(p, s, i, action)
+            return 0.0, False
 
-    class EmptyRulesNumba(empty_rules_class()):
-        def step_envs(self, s, action, rng):
-            limit, always = sticky_limit(self.sticky_action_prob)
-            step(action, self.action_set, limit, always, s.last_action, s.rng_key,
-                 s.rng_counter, s.awaiting_reset, self.reward_buffer, self.terminated_buffer)
-            return self.reward_buffer, self.terminated_buffer
+        @staticmethod
+        def observe_env(p, s, i, obs):
+            clear_board(obs)
 
-        def observe(self, s, out):
-            clear(flat_cells(out))
-
-    return EmptyRulesNumba
+    return EmptyRulesPerEnv
 
 
 def batch_timer(cls: type, n: int, **kwargs):
@@ -232,16 +224,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--floor", action="store_true",
                         help="also time a game with no rules (Breakout's spaces) against "
                              "MinAtar's Breakout: the cost every game pays before its rules "
-                             "(floor: numpy; floor-numba: the sticky draw and the clear "
-                             "compiled, when numba is installed)")
+                             "(floor: numpy; floor-perenv: per-env kernels, compiled, "
+                             "when numba is installed)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="also time the game on this many threads (num_threads=, "
+                             "per-env kernels) in the same rounds: wall-clock ratio")
     args = parser.parse_args(argv)
     games = args.games or [g for g in GAMES if hasattr(minatar_envs, GAMES[g])]
     if args.floor:
         games = [*games, "floor"]
-        from batchenv.envs.minatar._base import numba_available
+        from batchenv.perenv import numba_available
 
         if numba_available():
-            games.append("floor-numba")
+            games.append("floor-perenv")
     use_gymnax = not args.no_gymnax and Path(args.gymnax_python).exists()
     n = args.num_envs
     ref_pkg = None
@@ -254,11 +249,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
           f"interleaved rounds (machine shared: compare ratios)", flush=True)
     rows = []
     for game in games:
-        cls = (empty_rules_class() if game == "floor" else empty_rules_numba_class()
-               if game == "floor-numba" else getattr(minatar_envs, GAMES[game]))
+        cls = (empty_rules_class() if game == "floor" else empty_rules_per_env_class()
+               if game == "floor-perenv" else getattr(minatar_envs, GAMES[game]))
         ours, ref = batch_timer(cls, n), minatar_timer(cls.game)
         layer = getattr(cls(1), "kernels", "numpy")
-        numpy_layer = batch_timer(cls, n, kernels="numpy") if layer == "numba" else None
+        numpy_layer = batch_timer(cls, n, kernels="numpy") \
+            if layer == "numba" and game != "floor-perenv" else None
+        threaded = batch_timer(cls, n, num_threads=args.threads) \
+            if args.threads and cls(1).__dict__.get("_per_env") is not None else None
         before = (batch_timer(getattr(ref_pkg, GAMES[game]), n)
                   if ref_pkg is not None and not game.startswith("floor") else None)
         gx = Gymnax(args.gymnax_python, game, n) if use_gymnax and game in GYMNAX_NAMES \
@@ -269,12 +267,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         gx_steps = max(3, int(args.block / gx.time(3)[0])) if gx else 0
         before_steps = max(3, int(args.block / before(3)[0])) if before else 0
         np_steps = max(3, int(args.block / numpy_layer(3)[0])) if numpy_layer else 0
-        names = ("ours", "minatar", "gymnax", "ref", "numpy")
+        th_steps = max(3, int(args.block / threaded(3)[0])) if threaded else 0
+        names = ("ours", "minatar", "gymnax", "ref", "numpy", "threads")
         wall: dict[str, list[float]] = {k: [] for k in names}
         cpu: dict[str, list[float]] = {k: [] for k in names}
         for _ in range(args.rounds):
             for name, (w, c) in [("ours", ours(ours_steps)), ("minatar", ref(ref_steps)),
                                  *([("numpy", numpy_layer(np_steps))] if numpy_layer else []),
+                                 *([("threads", threaded(th_steps))] if threaded else []),
                                  *([("gymnax", gx.time(gx_steps))] if gx else []),
                                  *([("ref", before(before_steps))] if before else [])]:
                 per = n if name != "minatar" else 1  # seconds per env-step
@@ -297,6 +297,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                "x_gymnax_cpu": mc["gymnax"] / mc["ours"] if gx else None,
                "numpy_x_minatar_cpu": mc["minatar"] / mc["numpy"] if numpy_layer else None,
                "x_numpy_cpu": mc["numpy"] / mc["ours"] if numpy_layer else None,
+               "threads": args.threads if threaded else None,
+               "threads_x_one_wall": mw["ours"] / mw["threads"] if threaded else None,
                "ref": args.ref if before else None,
                "ref_x_minatar_cpu": mc["minatar"] / mc["ref"] if before else None,
                "x_ref_cpu": mc["ref"] / mc["ours"] if before else None,
@@ -312,9 +314,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"{mem:5.0f} B/env at {args.memory_envs} (state record {record} B)",
               flush=True)
         if numpy_layer:
-            print(f"{'':<15} (ours: the numba layer) kernels='numpy': {mc['numpy'] * 1e9:6.1f} "
-                  f"ns (CPU), x MinAtar {row['numpy_x_minatar_cpu']:5.1f} CPU; the numba layer "
-                  f"is {row['x_numpy_cpu']:.2f}x faster", flush=True)
+            print(f"{'':<15} (ours: kernels={layer!r}) kernels='numpy': "
+                  f"{mc['numpy'] * 1e9:6.1f} ns (CPU), x MinAtar "
+                  f"{row['numpy_x_minatar_cpu']:5.1f} CPU; ours is {row['x_numpy_cpu']:.2f}x "
+                  f"faster", flush=True)
+        if threaded:
+            print(f"{'':<15} num_threads={args.threads}: {mw['threads'] * 1e9:6.1f} ns (wall); "
+                  f"{row['threads_x_one_wall']:.2f}x one thread (wall)", flush=True)
         if before:
             print(f"{'':<15} {args.ref}: {mc['ref'] * 1e9:6.1f} ns (CPU), x MinAtar "
                   f"{row['ref_x_minatar_cpu']:5.1f} CPU; this checkout is "

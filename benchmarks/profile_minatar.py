@@ -5,6 +5,10 @@ wrappers), in ns per env-step. ``cProfile`` inflates the many small calls of "th
 the loops are single calls and come out close to their unprofiled cost.
 
     PYTHONPATH=. python benchmarks/profile_minatar.py
+
+The split names the private numba layer's loops (``_numba/``: Seaquest's); the games on
+per-env kernels step in one fused loop (``batchenv.perenv``), which this split counts in
+"the rest": for them, time the forms with ``bench_minatar.py`` instead.
 """
 
 from __future__ import annotations

@@ -176,10 +176,11 @@ def test_bench_script_runs(tmp_path, capsys):
     spec.loader.exec_module(bench)
     rows = bench.main(["--games", "breakout", "--floor", "--num-envs", "16", "--rounds", "1",
                        "--block", "0.01", "--memory-envs", "64", "--no-gymnax",
-                       "--json", str(tmp_path / "b.json")])
-    assert [r["game"] for r in rows] == ["breakout", "floor", "floor-numba"]
+                       "--threads", "2", "--json", str(tmp_path / "b.json")])
+    assert [r["game"] for r in rows] == ["breakout", "floor", "floor-perenv"]
     assert all(r["x_minatar_cpu"] > 0 and r["bytes_per_env"] > r["state_record_bytes"]
                for r in rows)
-    # the numba layer's A/B: the numpy kernels timed in the same rounds
+    # the A/B of the two forms: the numpy kernels timed in the same rounds
     assert rows[0]["kernels"] == "numba" and rows[0]["x_numpy_cpu"] > 0
+    assert rows[0]["threads_x_one_wall"] > 0 and rows[1]["threads"] is None  # (per-env only)
     assert "x MinAtar" in capsys.readouterr().out

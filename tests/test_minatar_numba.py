@@ -1,6 +1,8 @@
-"""The numba layer of the MinAtar games (``batchenv/envs/minatar/_numba``) against their
-numpy kernels: the same observations, rewards, flags, infos and whole state (random
-streams included) at every step, in every auto-reset mode; and the ``kernels=`` argument.
+"""The private numba layer of the MinAtar games not yet on per-env kernels
+(``batchenv/envs/minatar/_numba``: Seaquest; the others are in
+``tests/test_minatar_perenv.py``) against their numpy kernels: the same observations,
+rewards, flags, infos and whole state (random streams included) at every step, in every
+auto-reset mode.
 Parity of both layers with the ``minatar`` package itself is in
 ``tests/test_minatar_parity.py`` and the games' own parity files."""
 
@@ -14,6 +16,7 @@ import pytest
 
 pytest.importorskip("numba")
 
+from batchenv import perenv  # noqa: E402
 from batchenv.envs.minatar import (  # noqa: E402
     BatchAsterix,
     BatchBreakout,
@@ -23,7 +26,8 @@ from batchenv.envs.minatar import (  # noqa: E402
 )
 
 ALL_GAMES = [BatchAsterix, BatchBreakout, BatchFreeway, BatchSeaquest, BatchSpaceInvaders]
-GAMES = [cls for cls in ALL_GAMES if cls.numba_module is not None]
+GAMES = [cls for cls in ALL_GAMES
+         if cls.numba_module is not None and not perenv.has_per_env_kernels(cls)]
 MODES = ["NextStep", "SameStep", "Disabled"]
 #: GAMES, with Seaquest's long runs marked slow (its numpy kernels take ~10 ms a step here:
 #: these runs were the suite's longest); CI runs them in its ``-m slow`` pass, and Seaquest's
@@ -140,63 +144,6 @@ def test_numba_env_under_debug_checks(cls):
     assert twin.step_envs.__wrapped__.__func__ is layer.step_envs
 
 
-def test_asterix_numba_equals_numpy_in_late_game_states():
-    """Asterix's rules a random policy rarely reaches (every ramp, the fastest speeds, a
-    spawn with every lane taken), from random late-game states given to both layers."""
-    a, b = pair(BatchAsterix, n=256)
-    a.reset(seed=4)
-    b.reset(seed=4)
-    rng = np.random.default_rng(4)
-    s = a.get_state()
-    n, slots = s["alive"].shape
-    s["alive"] = rng.random((n, slots)) < 0.85
-    s["ent_x"] = rng.integers(0, 10, (n, slots))
-    s["ent_right"] = rng.random((n, slots)) < 0.5
-    s["ent_gold"] = rng.random((n, slots)) < 0.3
-    s["spawn_speed"] = rng.integers(1, 11, n)
-    s["spawn_timer"] = rng.integers(0, s["spawn_speed"])
-    s["move_speed"] = rng.integers(1, 6, n)
-    s["move_timer"] = rng.integers(0, s["move_speed"])
-    s["ramp_timer"] = rng.integers(-1, 101, n)
-    s["ramp_index"] = rng.integers(0, 10, n)
-    a.set_state(s)
-    b.set_state(s)
-    full_lane_spawns = ramps = 0
-    for t in range(60):
-        before = a.state
-        full_lane_spawns += np.count_nonzero((before.spawn_timer == 0)
-                                             & before.alive.all(axis=1)
-                                             & ~before.awaiting_reset)
-        ramps += np.count_nonzero((before.ramp_timer < 0) & ~before.awaiting_reset)
-        act = rng.integers(0, a.single_action_space.n, n)
-        assert_same_step(a.step(act), b.step(act), f"step {t}")
-        assert_same_state(a, b, f"step {t}")
-    assert full_lane_spawns > 10 and ramps > 10  # the rare rules did run
-
-
-def test_kernels_argument():
-    assert BatchBreakout(4).kernels == "numba"  # "auto", numba installed
-    assert BatchBreakout(4, kernels="numpy").kernels == "numpy"
-    with pytest.raises(ValueError, match="kernels must be one of"):
-        BatchBreakout(4, kernels="cuda")
-
-    class NoNumba(BatchBreakout):
-        numba_module = None
-
-    assert NoNumba(4).kernels == "numpy"
-    with pytest.raises(ValueError, match="kernels='numba': NoNumba has no numba kernels"):
-        NoNumba(4, kernels="numba")
-
-
-def test_without_numba_auto_falls_back_and_numba_is_an_error(monkeypatch):
-    import batchenv.envs.minatar._base as base
-
-    monkeypatch.setattr(base, "numba_available", lambda: False)
-    assert BatchBreakout(4).kernels == "numpy"
-    with pytest.raises(ImportError, match=r"pip install 'batchenv\[fast\]'"):
-        BatchBreakout(4, kernels="numba")
-
-
 @pytest.mark.parametrize("cls", GAMES)
 def test_numba_observe_writes_every_cell_of_any_buffer(cls):
     """observe on a subset of rows, into a buffer full of True and one that starts one byte
@@ -217,31 +164,6 @@ def test_numba_observe_writes_every_cell_of_any_buffer(cls):
     np.testing.assert_array_equal(offset, expected)
 
 
-def test_freeway_numba_equals_numpy_from_every_car_configuration():
-    """Freeway's compiled step moves an env's 8 cars as the bytes of one word: from
-    injected states with cars in every column, at every speed (0 included: the direction
-    draw of exactly 0.5, which no seeded run reaches) and timer, and the chicken in every
-    row, both layers step alike."""
-    a, b = pair(BatchFreeway, n=512)
-    a.reset(seed=4)
-    b.reset(seed=4)
-    rng = np.random.default_rng(4)
-    states = a.get_state()
-    shape = states["car_x"].shape
-    states["car_x"] = rng.integers(0, 10, shape)
-    states["car_speed"] = rng.integers(-5, 6, shape)
-    states["car_timer"] = rng.integers(0, 6, shape) % (np.abs(states["car_speed"]) + 1)
-    states["pos"] = rng.integers(0, 10, len(states))
-    states["move_timer"] = rng.integers(0, 4, len(states))
-    assert (states["car_speed"] == 0).any() and (states["pos"] == 0).any()
-    a.set_state(states)
-    b.set_state(states)
-    for t in range(60):
-        act = rng.integers(0, 6, 512)
-        assert_same_step(a.step(act), b.step(act), f"step {t}")
-        assert_same_state(a, b, f"step {t}")
-
-
 def test_jit_borrowing_falls_back_to_plain_jit_when_numba_refuses_the_option(monkeypatch):
     import batchenv.envs.minatar._numba as layer
 
@@ -253,11 +175,3 @@ def test_jit_borrowing_falls_back_to_plain_jit_when_numba_refuses_the_option(mon
     assert layer._jit_without_refcounts() is not layer.jit  # this numba accepts it
     monkeypatch.setattr(layer, "njit", refusing_njit)
     assert layer._jit_without_refcounts() is layer.jit
-
-
-def test_numba_observe_refuses_a_strided_buffer():
-    env = BatchBreakout(4, kernels="numba")
-    env.reset(seed=0)
-    strided = np.zeros((8, 10, 10, 4), dtype=bool)[::2]
-    with pytest.raises(ValueError, match="C-contiguous"):
-        env.observe(env.state, strided)

@@ -244,3 +244,49 @@ def test_bad_actions_change_nothing():
     with pytest.raises(ValueError, match=r"env indices \[2\]"):
         env.step(np.array([0, 1, 3, 1]))
     np.testing.assert_array_equal(env.get_state(), before)
+
+
+class KeepingCatch(PerEnvCatch):
+    """PerEnvCatch whose reset keeps ``drift`` (as MinAtar's keeps ``last_action``): a step
+    run on an env awaiting its reset would show in the next episode."""
+
+    @staticmethod
+    def reset_env(p, s, i):
+        s.ball_x[i] = perenv.integers(s, i, 0, W)
+        s.ball_y[i] = 0
+        s.paddle[i] = W // 2
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_debug_mode_never_steps_an_env_awaiting_its_reset(mode):
+    """Debug mode runs the numpy-form loops (step_envs over every row, then the base
+    class's auto-reset); like the fused step, it never runs step_env on an env whose step
+    is discarded."""
+    fused = KeepingCatch(6, autoreset_mode=mode)
+    checked = KeepingCatch(6, autoreset_mode=mode, debug=True)
+    fused.reset(seed=4)
+    checked.reset(seed=4)
+    rng = np.random.default_rng(4)
+    for t in range(30):
+        a = rng.integers(0, 3, 6)
+        for x, y in zip(fused.step(a)[:4], checked.step(a)[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        np.testing.assert_array_equal(fused.get_state(), checked.get_state(), err_msg=f"step {t}")
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_words_views_an_array_as_uint64_words(kernels):
+    def paint(out, i, value):
+        w = perenv.words(out[i])
+        w[1] = value
+        return len(w)
+
+    if kernels == "numba":
+        import numba
+
+        paint = numba.njit(_nrt=False)(paint)  # as the loops compile (no reference counts)
+    out = np.zeros((3, 2, 8), dtype=bool)
+    assert paint(out, 1, np.uint64(0x0100000000000001)) == 2
+    expected = np.zeros_like(out)
+    expected[1, 1, 0] = expected[1, 1, 7] = True
+    np.testing.assert_array_equal(out, expected)

@@ -873,7 +873,7 @@ def test_collect_lengths_used_again_return_the_rollout(local: bool) -> None:
 
 
 def _fast_kwargs(env_id: str) -> dict:
-    # MinAtar's numba layer compiles in every process; its numpy kernels give the same steps
+    # MinAtar's compiled kernels compile in every process; its numpy kernels give the same steps
     return {"kernels": "numpy"} if "MinAtar" in env_id else {}
 
 

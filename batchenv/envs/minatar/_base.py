@@ -25,7 +25,6 @@ on its own history only, never on other rows.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from types import MethodType
@@ -34,15 +33,16 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 from gymnasium import spaces
 
+from batchenv import perenv
 from batchenv.core import BatchEnv
 from batchenv.entities import Grid
 from batchenv.random import BatchRandom
 from batchenv.rendering import render_tiled
 from batchenv.state import Field, State
 
-__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "KERNELS", "STICKY_FIELDS",
-           "cubehelix_palette", "minatar_palette", "numba_available", "rand_below", "randint",
-           "sticky_actions"]
+__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS",
+           "cubehelix_palette", "minatar_palette", "rand_below", "randint", "sticky_actions",
+           "sticky_action_env", "clear_board", "paint_row"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
@@ -52,17 +52,7 @@ GRID = 10  # the 10 x 10 board of every game
 STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
 #                                             Environment.last_action); 0 before any step
 
-
-#: Values of the games' ``kernels=`` argument.
-KERNELS = ("auto", "numpy", "numba")
-
-
 _NUMBA_KERNELS = ("step_envs", "observe", "reset_rows")  # what a game's numba module may have
-
-
-def numba_available() -> bool:
-    """Whether numba can be imported (``pip install batchenv[fast]``)."""
-    return importlib.util.find_spec("numba") is not None
 
 
 # ---------------------------------------------------------------- random words
@@ -104,6 +94,42 @@ def sticky_actions(action: np.ndarray, last_action: np.ndarray, word: np.ndarray
         last_action[...] = applied
         last_action[keep] = kept
     return applied
+
+
+# ---------------------------------------------------------------- per-env rules
+@perenv.rule
+def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
+    """:func:`sticky_actions` for row ``i`` (the per-env kernels' form): the agent's action
+    through the action set, then MinAtar's sticky draw (step word 0, drawn whatever the
+    probability): with probability ``sticky_action_prob`` the action applied last step
+    instead. Updates ``last_action``; returns the MinAtar action applied."""
+    a = p.action_set[action]
+    if perenv.random(s, i) < p.sticky_action_prob:
+        a = s.last_action[i]
+    s.last_action[i] = a
+    return a
+
+
+# An env's observation (10, 10, C) bools written as uint64 words of 8 cells (perenv.words):
+# an observe_env clears a board in 10 * C / 8 stores per row, and copies rows from tables of
+# row images (paint_row: games whose board row of 10 * C cells is a multiple of 8 bytes).
+@perenv.rule
+def clear_board(obs: np.ndarray) -> None:
+    """Every cell of one env's observation to False, a word of 8 cells at a time (a board of
+    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``)."""
+    words = perenv.words(obs)
+    for k in range(len(words)):
+        words[k] = 0
+
+
+@perenv.rule
+def paint_row(obs: np.ndarray, y: int, image: np.ndarray) -> None:
+    """Board row ``y`` of one env's observation set to ``image``, that row's cells as
+    uint64 words (a row of a table of row images)."""
+    words = perenv.words(obs)
+    first = y * len(image)
+    for k in range(len(image)):
+        words[first + k] = image[k]
 
 
 # ---------------------------------------------------------------- rendering
@@ -151,7 +177,9 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     rendering. A game sets :attr:`game`, :attr:`channels`, :attr:`minimal_actions`,
     :attr:`step_words`, :attr:`reset_words` and its state (a :class:`MinAtarState`
     subclass as ``state_type``, or a ``state_dtype`` ending with :data:`STICKY_FIELDS`),
-    and writes ``reset_envs``, ``step_envs`` and ``observe``.
+    and writes ``reset_envs``, ``step_envs`` and ``observe``, and the same rules as per-env
+    kernels ``reset_env``, ``step_env``, ``observe_env`` (:mod:`batchenv.perenv`; they read
+    :attr:`kernel_params` and call :func:`sticky_action_env` first).
 
     Args:
         num_envs: envs in the batch.
@@ -162,11 +190,16 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         minimal_action_set: actions are indices into MinAtar's ``minimal_action_set()``
             (the ``-v1`` ids) instead of its 6 actions (``-v0``).
         render_scale: pixels per board cell of ``rgb_array`` frames (default 8).
-        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its compiled loops,
-            :mod:`batchenv.envs.minatar._numba`: the same results, faster; needs
-            ``pip install batchenv[fast]``) or ``"auto"`` (default: numba when it is
-            installed). The first env of a game compiles its loops (seconds), cached on disk
-            for later processes. ``env.kernels`` tells which one runs.
+        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its per-env kernels
+            compiled by :mod:`batchenv.perenv`: the same results, faster; needs
+            ``pip install batchenv[fast]``), ``"python"`` (the per-env kernels as a Python
+            loop: slow, debuggable) or ``"auto"`` (default: numba when it is installed,
+            else the numpy kernels). The first env of a game in a process compiles its
+            loops (seconds). ``env.kernels`` tells which one runs; ``num_threads=`` (a
+            :class:`~batchenv.BatchEnv` option) runs the compiled loop on threads.
+            (Seaquest, not yet converted, runs its private numba layer
+            :mod:`batchenv.envs.minatar._numba` instead: ``"auto"``, ``"numpy"``,
+            ``"numba"``.)
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 
@@ -187,23 +220,22 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     ansi_chars: ClassVar[str] = "123456789"
     #: The game's numba module (:mod:`batchenv.envs.minatar._numba`), None if it has none.
     numba_module: ClassVar[str | None] = None
+    #: What the per-env kernels read as ``p.<name>`` (:mod:`batchenv.perenv`); a game adds
+    #: its own.
+    kernel_params: ClassVar[tuple[str, ...]] = ("action_set", "sticky_action_prob",
+                                                "difficulty_ramping")
 
     def __init__(self, num_envs: int | None = None, *, difficulty_ramping: bool = True,
                  sticky_action_prob: float = 0.1, minimal_action_set: bool = False,
                  render_scale: int = 8, kernels: str = "auto", **kwargs: Any) -> None:
-        if kernels not in KERNELS:
-            raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
-        if kernels == "numba" and self.numba_module is None:
-            raise ValueError(f"kernels='numba': {type(self).__name__} has no numba kernels; "
-                             f"use kernels='numpy' or 'auto'")
-        if kernels == "numba" and not numba_available():
-            raise ImportError("kernels='numba' needs numba: pip install 'batchenv[fast]' (or "
-                              "use kernels='numpy' or 'auto')")
-        if kernels == "auto":
-            kernels = "numba" if self.numba_module is not None and numba_available() \
-                else "numpy"
-        #: Which kernels step this env: ``"numpy"`` or ``"numba"``.
-        self.kernels = kernels
+        legacy = self.numba_module is not None and not perenv.has_per_env_kernels(type(self))
+        if legacy:  # (a game still on the private numba layer: until it moves to per-env)
+            if kernels not in ("auto", "numpy", "numba"):
+                raise ValueError(f"kernels must be one of ('auto', 'numpy', 'numba'), got "
+                                 f"{kernels!r}")
+            if kernels == "auto":
+                kernels = "numba" if perenv.numba_available() else "numpy"
+            self.kernels = kernels
         if not isinstance(sticky_action_prob, (int, float, np.floating)) or isinstance(
                 sticky_action_prob, bool) or not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be a number in [0, 1], got "
@@ -219,8 +251,10 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         n_channels = len(self.channels)
         self.single_action_space = spaces.Discrete(len(self.action_set))
         self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
-        if self.kernels == "numba":  # before BatchEnv's debug=True wraps the kernels
+        if legacy and self.kernels == "numba":  # before debug=True wraps the kernels
             self._bind_numba()
+        if not legacy:  # the base class binds the per-env kernels (kernels="numba"/"python")
+            kwargs["kernels"] = kernels
         super().__init__(num_envs, **kwargs)
         self._grids: dict[int, Grid] = {}
         self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
@@ -239,12 +273,13 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = super().__getstate__()
-        for name in _NUMBA_KERNELS:  # bound to this instance: bound again by __setstate__
-            d.pop(name, None)
+        if not perenv.has_per_env_kernels(type(self)):
+            for name in _NUMBA_KERNELS:  # bound to this instance: again by __setstate__
+                d.pop(name, None)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
-        if d.get("kernels") == "numba":
+        if d.get("kernels") == "numba" and not perenv.has_per_env_kernels(type(self)):
             self._bind_numba()
         super().__setstate__(d)
 

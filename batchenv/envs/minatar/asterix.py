@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from batchenv import perenv
 from batchenv.entities import free_count, nth_free, spawn
 from batchenv.envs.minatar._base import (
     DOWN,
@@ -16,8 +17,10 @@ from batchenv.envs.minatar._base import (
     UP,
     MinAtarEnv,
     MinAtarState,
+    clear_board,
     rand_below,
     randint,
+    sticky_action_env,
 )
 from batchenv.envs.minatar._rows import RowCanvas, per_slot, slot_word
 from batchenv.random import BatchRandom
@@ -31,6 +34,8 @@ INIT_MOVE_INTERVAL = 5  # asterix.py: init_move_interval, steps between entity m
 SLOTS = 8  # one entity slot per lane; slot i is row i+1
 LANES = tuple(range(1, SLOTS + 1))
 _CHANNELS = 4
+_PLAYER, _ENEMY, _TRAIL, _GOLD = range(_CHANNELS)
+_LAST = GRID - 1  # the last row and column of the board
 _START = 5  # the player's start cell (5, 5)
 RIGHT_PROB = 0.5  # a spawn enters on the left edge moving right if rand() < 1/2
 GOLD_PROB = 1 / 3  # and is gold if rand() < 1/3 (else an enemy)
@@ -124,8 +129,10 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     ``BatchAsterix(num_envs, *, difficulty_ramping=True, sticky_action_prob=0.1,
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` spawn and move speeds stay at their start values.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -158,11 +165,10 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
     event_words = "and 2 on a spawn step, 1 more if a lane is free"
     ansi_chars = "@X-$"
     state_type = AsterixState
-    numba_module = "batchenv.envs.minatar._numba.asterix"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every lane itself)
+        if self.kernels == "numpy":  # (observe_env draws every lane itself)
             self._lanes = RowCanvas(self.num_envs, LANES, _lane_images(),
                                     (GRID, GRID, _CHANNELS))
 
@@ -181,7 +187,7 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         s.alive[rows] = False
         # (the rules never read a dead slot's other fields, but a reset clears them: a
         # NEXT_STEP reset follows a discarded step, which moved the entities here and not
-        # in the numba layer, and the state after a reset must not depend on that)
+        # in the per-env kernels, and the state after a reset must not depend on that)
         s.ent_x[rows] = 0
         s.ent_right[rows] = False
         s.ent_gold[rows] = False
@@ -228,6 +234,48 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         self._lanes.draw(out, lane_codes(s))  # the entities, redrawn where they changed
         grid = self.grid(len(s))
         out.reshape(-1)[grid.cells(s.player_y, s.player_x, 0)] = True
+
+    # ------------------------------------------------------------ per-env kernels
+    # The same rules for one env, row i (batchenv.perenv: compiled by numba into one loop
+    # over the batch), decision for decision and draw for draw as the numpy kernels above.
+
+    @staticmethod
+    def reset_env(p: Any, s: Any, i: int) -> None:
+        s.player_x[i] = s.player_y[i] = _START
+        for k in range(SLOTS):  # every slot field cleared, as reset_rows does
+            s.alive[i, k] = s.ent_right[i, k] = s.ent_gold[i, k] = False
+            s.ent_x[i, k] = 0
+        s.spawn_speed[i] = s.spawn_timer[i] = INIT_SPAWN_SPEED
+        s.move_speed[i] = s.move_timer[i] = INIT_MOVE_INTERVAL
+        s.ramp_timer[i] = RAMP_INTERVAL
+        s.ramp_index[i] = 0
+
+    @staticmethod
+    def step_env(p: Any, s: Any, i: int, action: int) -> tuple[float, bool]:
+        a = sticky_action_env(p, s, i, action)
+        if s.spawn_timer[i] == 0:
+            spawn_entity_env(s, i)
+            s.spawn_timer[i] = s.spawn_speed[i]
+        move_player_env(s, i, a)
+        gold, enemy = collide_env(s, i)
+        if s.move_timer[i] == 0:
+            move_entities_env(s, i)
+            s.move_timer[i] = s.move_speed[i]
+            gold2, enemy2 = collide_env(s, i)
+            gold |= gold2
+            enemy |= enemy2
+        s.spawn_timer[i] -= 1
+        s.move_timer[i] -= 1
+        if p.difficulty_ramping:
+            ramp_difficulty_env(s, i)
+        return (1.0 if gold else 0.0), enemy
+
+    @staticmethod
+    def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
+        clear_board(obs)
+        for k in range(SLOTS):
+            draw_lane_env(s, i, k, obs)
+        obs[s.player_y[i], s.player_x[i], _PLAYER] = True
 
 
 def lane_codes(s: AsterixState) -> np.ndarray:
@@ -320,3 +368,91 @@ def ramp_difficulty(s: AsterixState) -> None:
         s.spawn_speed[rows] = spawn_speed
         s.ramp_index[rows] += 1
         s.ramp_timer[rows] = RAMP_INTERVAL
+
+
+# ---------------------------------------------------------------- per-env rules (row i)
+@perenv.rule
+def spawn_entity_env(s: Any, i: int) -> None:
+    """:func:`spawn_entity` for row ``i``, whose spawn timer is 0: side and kind drawn
+    (words 1 and 2) even when every lane is taken; then, if a lane is free, the
+    ``randint(free lanes)``-th free lane (word 3) gets the entity."""
+    right = perenv.random(s, i) < RIGHT_PROB
+    gold = perenv.random(s, i) < GOLD_PROB
+    free = 0
+    for k in range(SLOTS):
+        free += 1 - np.int64(s.alive[i, k])
+    if free == 0:  # every lane taken: nothing spawns, and no lane word is drawn
+        return
+    j = perenv.integers(s, i, 0, free)
+    for k in range(SLOTS):  # the j-th free slot
+        if not s.alive[i, k]:
+            if j == 0:
+                s.ent_x[i, k] = 0 if right else _LAST
+                s.ent_right[i, k] = right
+                s.ent_gold[i, k] = gold
+                s.alive[i, k] = True
+                return
+            j -= 1
+
+
+@perenv.rule
+def move_player_env(s: Any, i: int, a: int) -> None:
+    """:func:`move_player` for row ``i``: ``l``/``r`` one column (0-9), ``u``/``d`` one
+    row (1-8). (Without branches: the action is a coin toss to the branch predictor.)"""
+    x = s.player_x[i] + np.int64(a == RIGHT) - np.int64(a == LEFT)
+    s.player_x[i] = min(max(x, 0), _LAST)
+    y = s.player_y[i] + np.int64(a == DOWN) - np.int64(a == UP)
+    s.player_y[i] = min(max(y, 1), SLOTS)
+
+
+@perenv.rule
+def collide_env(s: Any, i: int) -> tuple[bool, bool]:
+    """:func:`collide` for row ``i``: whether the entity of the player's lane is in the
+    player's cell and is gold (picked up: its slot freed), or an enemy."""
+    k = s.player_y[i] - 1  # the player's lane's slot
+    met = s.alive[i, k] and s.ent_x[i, k] == s.player_x[i]
+    gold = met and s.ent_gold[i, k]
+    if gold:
+        s.alive[i, k] = False
+    return gold, met and not gold
+
+
+@perenv.rule
+def move_entities_env(s: Any, i: int) -> None:
+    """:func:`move_entities` for row ``i``, whose move timer is 0: each live entity one
+    cell its way, gone past an edge (its column stays where it went: -1 or 10)."""
+    for k in range(SLOTS):
+        if s.alive[i, k]:
+            x = s.ent_x[i, k] + (1 if s.ent_right[i, k] else -1)
+            s.ent_x[i, k] = x
+            s.alive[i, k] = 0 <= x <= _LAST
+
+
+@perenv.rule
+def ramp_difficulty_env(s: Any, i: int) -> None:
+    """:func:`ramp_difficulty` for row ``i``: while spawns or moves can speed up, the
+    timer counts down to -1; then spawns (and moves, on odd ramps) come one step sooner,
+    and the timer restarts."""
+    if s.spawn_speed[i] > 1 or s.move_speed[i] > 1:
+        if s.ramp_timer[i] < 0:
+            if s.move_speed[i] > 1 and s.ramp_index[i] % 2 == 1:
+                s.move_speed[i] -= 1
+            if s.spawn_speed[i] > 1:
+                s.spawn_speed[i] -= 1
+            s.ramp_index[i] += 1
+            s.ramp_timer[i] = RAMP_INTERVAL
+        else:
+            s.ramp_timer[i] -= 1
+
+
+@perenv.rule
+def draw_lane_env(s: Any, i: int, k: int, obs: np.ndarray) -> None:
+    """Slot ``k``'s entity on its lane (row ``k + 1``; :func:`_lane_images`): channel 1
+    (enemy) or 3 (gold) at its column, 2 (trail) in the cell behind it if that is on the
+    board."""
+    if s.alive[i, k]:
+        x = s.ent_x[i, k]
+        obs[k + 1, x, _GOLD if s.ent_gold[i, k] else _ENEMY] = True
+        back = x - 1 if s.ent_right[i, k] else x + 1
+        if 0 <= back <= _LAST:
+            obs[k + 1, back, _TRAIL] = True

@@ -7,13 +7,17 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from batchenv import perenv
 from batchenv.envs.minatar._base import (
     GRID,
     LEFT,
     RIGHT,
     MinAtarEnv,
     MinAtarState,
+    clear_board,
+    paint_row,
     randint,
+    sticky_action_env,
 )
 from batchenv.envs.minatar._rows import BIT, ROW_BITS, RowCanvas
 from batchenv.random import BatchRandom
@@ -31,12 +35,21 @@ _ZERO, _ONE, _NINE = (np.array(v, dtype=np.int8) for v in (0, 1, GRID - 1))
 _NO_BIT = np.uint16(0)
 
 
+_LAST = GRID - 1  # the last row and column of the board
+_PADDLE, _BALL, _TRAIL, _BRICK = range(_CHANNELS)
+_ONE16 = np.uint16(1)
+
+
 def _brick_rows() -> np.ndarray:
     """The image of a board row of bricks for each 10-bit mask: ``(1024, 10, 4)`` bools,
     channel 3 (``brick``) set at the mask's bits."""
     images = np.zeros((1 << ROW_BITS, GRID, _CHANNELS), dtype=bool)
     images[..., 3] = (np.arange(1 << ROW_BITS)[:, None] >> np.arange(GRID)) & 1
     return images
+
+
+#: :func:`_brick_rows` as 5 words per mask (``observe_env`` copies a wall row's words).
+_BRICK_WORDS = np.ascontiguousarray(_brick_rows().reshape(1 << ROW_BITS, -1)).view(np.uint64)
 
 
 class BreakoutState(MinAtarState):
@@ -101,8 +114,10 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Breakout has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too). ``render_mode``:
     ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -130,11 +145,10 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
     reset_words = 1
     ansi_chars = "=o*#"
     state_type = BreakoutState
-    numba_module = "batchenv.envs.minatar._numba.breakout"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every wall row itself)
+        if self.kernels == "numpy":  # (observe_env draws every wall row itself)
             self._wall = RowCanvas(self.num_envs, WALL_ROWS, _brick_rows(),
                                    (GRID, GRID, _CHANNELS), np.uint16)
         self._wall_base = np.arange(self.num_envs, dtype=np.intp) * len(WALL_ROWS)
@@ -176,6 +190,37 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
         flat[grid.cells(s.ball_y, s.ball_x, 1)] = True
         flat[grid.cells(s.last_y, s.last_x, 2)] = True
         flat[grid.lane_base((_BOTTOM,))[:, 0] + s.pos * np.int8(_CHANNELS)] = True  # paddle
+
+    # ------------------------------------------------------------ per-env kernels
+    # The same rules for one env, row i (batchenv.perenv: compiled by numba into one loop
+    # over the batch), decision for decision and draw for draw as the numpy kernels above.
+
+    @staticmethod
+    def reset_env(p: Any, s: Any, i: int) -> None:
+        right_side = perenv.integers(s, i, 0, 2)  # reset word 0: randint(2)
+        s.ball_x[i] = s.last_x[i] = right_side * _LAST
+        s.ball_dx[i] = 1 - 2 * right_side
+        s.ball_dy[i] = 1
+        s.ball_y[i] = s.last_y[i] = _BALL_START_Y
+        s.pos[i] = _PADDLE_START
+        for r in range(len(WALL_ROWS)):
+            s.bricks[i, r] = _FULL_ROW
+        s.strike[i] = False
+
+    @staticmethod
+    def step_env(p: Any, s: Any, i: int, action: int) -> tuple[float, bool]:
+        a = sticky_action_env(p, s, i, action)
+        move_paddle_env(s, i, a)
+        return move_ball_env(s, i)
+
+    @staticmethod
+    def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
+        clear_board(obs)
+        for r in range(len(WALL_ROWS)):  # each wall row: the image of its 10-bit mask
+            paint_row(obs, WALL_ROWS[r], _BRICK_WORDS[s.bricks[i, r]])
+        obs[s.ball_y[i], s.ball_x[i], _BALL] = True
+        obs[s.last_y[i], s.last_x[i], _TRAIL] = True
+        obs[_BOTTOM, s.pos[i], _PADDLE] = True
 
 
 def move_paddle(pos: np.ndarray, action: np.ndarray) -> None:
@@ -265,3 +310,54 @@ def reflect(d: np.ndarray, where: np.ndarray) -> None:
     flip = where.view(np.int8) * np.int8(-2)
     flip += _ONE
     d *= flip
+
+
+# ---------------------------------------------------------------- per-env rules (row i)
+@perenv.rule
+def move_paddle_env(s: Any, i: int, a: int) -> None:
+    """:func:`move_paddle` for row ``i``."""
+    if a == RIGHT:
+        s.pos[i] = min(s.pos[i] + 1, _LAST)
+    elif a == LEFT:
+        s.pos[i] = max(s.pos[i] - 1, 0)
+
+
+@perenv.rule
+def move_ball_env(s: Any, i: int) -> tuple[float, bool]:
+    """:func:`move_ball` (with :func:`brick_at` and :func:`catch_ball`) for row ``i``.
+    Returns ``(reward, terminated)``."""
+    s.last_x[i] = s.ball_x[i]
+    s.last_y[i] = s.ball_y[i]
+    new_x = s.ball_x[i] + s.ball_dx[i]
+    new_y = s.ball_y[i] + s.ball_dy[i]
+    if new_x < 0 or new_x > _LAST:  # a side wall
+        s.ball_dx[i] = -s.ball_dx[i]
+        new_x = min(max(new_x, 0), _LAST)
+    top = new_y < 0
+    new_y = min(max(new_y, 0), _LAST)
+    row = new_y - WALL_ROWS[0]  # the wall row, if the ball is in the wall
+    brick = 0 <= row < len(WALL_ROWS) and (s.bricks[i, row] >> new_x) & _ONE16 != 0
+    hit = brick and not s.strike[i]  # (right after a strike the ball passes into bricks)
+    s.strike[i] = brick
+    reward = 0.0
+    if hit:
+        reward = 1.0
+        s.bricks[i, row] ^= _ONE16 << new_x
+    caught = terminated = False
+    if new_y == _BOTTOM:  # catch_ball
+        if s.bricks[i, 0] == 0 and s.bricks[i, 1] == 0 and s.bricks[i, 2] == 0:
+            for r in range(len(WALL_ROWS)):  # every brick broken: a new wall
+                s.bricks[i, r] = _FULL_ROW
+        if s.last_x[i] == s.pos[i]:  # the paddle's middle
+            caught = True
+        elif new_x == s.pos[i]:  # its corner: back the way it came
+            s.ball_dx[i] = -s.ball_dx[i]
+            caught = True
+        terminated = not caught
+    if top or hit or caught:
+        s.ball_dy[i] = -s.ball_dy[i]
+    if hit or caught:  # back to its row
+        new_y = s.last_y[i]
+    s.ball_x[i] = new_x
+    s.ball_y[i] = new_y
+    return reward, terminated

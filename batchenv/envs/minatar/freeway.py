@@ -3,10 +3,11 @@ batched."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 
+from batchenv import perenv
 from batchenv.envs.minatar._base import (
     DOWN,
     GRID,
@@ -14,6 +15,7 @@ from batchenv.envs.minatar._base import (
     MinAtarEnv,
     MinAtarState,
     randint,
+    sticky_action_env,
 )
 from batchenv.random import BatchRandom
 from batchenv.state import Field
@@ -27,6 +29,8 @@ CHICKEN_X = 4  # the chicken's column
 _START = GRID - 1  # the chicken's row at the start and after a crossing or a hit
 _LANES = tuple(range(1, CARS + 1))  # car i drives row i+1
 _CHANNELS = 7
+_LAST = GRID - 1  # the last row and column of the board
+_WORD_HALF, _WORD_S11 = np.uint64(2**52), np.uint64(11)  # (uint64 scalars for per-env rules)
 _HALF = np.array(2**52, dtype=np.int64)  # rand() - 0.5 as an integer: (w >> 11) - 2**52
 _S11 = np.array(11, dtype=np.uint64)
 _ZERO, _ONE, _NINE, _TEN = (np.array(v, dtype=np.int8) for v in (0, 1, 9, 10))
@@ -92,8 +96,10 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
     ``BatchFreeway(num_envs, *, sticky_action_prob=0.1, minimal_action_set=False,
     difficulty_ramping=True, render_scale=8, **BatchEnv options)``. Freeway has no
     difficulty ramp (MinAtar ignores ``difficulty_ramping`` here too).
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -127,7 +133,6 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
     event_words = "and 16 on a crossing"
     ansi_chars = "C#12345"
     state_type = FreewayState
-    numba_module = "batchenv.envs.minatar._numba.freeway"
 
     def reset_envs(self, s: FreewayState, rng: BatchRandom) -> None:
         self.reset_rows(s, slice(None), rng)
@@ -170,6 +175,47 @@ class BatchFreeway(MinAtarEnv[FreewayState]):
         # channel of its speed
         flat[np.add(lanes, car_cell(s.car_x))] = True
         flat[np.add(lanes, trail_cell(s.car_x, s.car_speed))] = True
+
+    # ------------------------------------------------------------ per-env kernels
+    # The same rules for one env, row i (batchenv.perenv: compiled by numba into one loop
+    # over the batch), decision for decision and draw for draw as the numpy kernels above.
+
+    @staticmethod
+    def reset_env(p: Any, s: Any, i: int) -> None:
+        randomize_cars_env(s, i)  # reset words 0-15
+        for j in range(CARS):
+            s.car_x[i, j] = 0
+        s.pos[i] = _START
+        s.move_timer[i] = PLAYER_SPEED
+        s.terminate_timer[i] = TIME_LIMIT
+
+    @staticmethod
+    def step_env(p: Any, s: Any, i: int, action: int) -> tuple[float, bool]:
+        a = sticky_action_env(p, s, i, action)
+        move_chicken_env(s, i, a)
+        reward = 0.0
+        if s.pos[i] == 0:  # cross: score, new car speeds (16 words), back to the start
+            reward = 1.0
+            randomize_cars_env(s, i)
+            s.pos[i] = _START
+        drive_cars_env(s, i)
+        s.move_timer[i] -= s.move_timer[i] > 0  # (down to 0; no branch: a coin toss)
+        s.terminate_timer[i] -= 1
+        return reward, s.terminate_timer[i] < 0
+
+    @staticmethod
+    def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
+        obs[:] = False
+        obs[s.pos[i], CHICKEN_X, 0] = True
+        for j in range(CARS):  # car j drives lane (row) j + 1
+            x = s.car_x[i, j]
+            speed = s.car_speed[i, j]
+            obs[j + 1, x, 1] = True
+            # its trail: the cell behind it (across the edge), in the channel of its
+            # speed (a speed of 0, see the docstring, in speed1)
+            back = x - 1 if speed > 0 else x + 1
+            back = _LAST if back < 0 else (0 if back > _LAST else back)
+            obs[j + 1, back, 1 + max(abs(speed), 1)] = True
 
 
 def car_speeds(speed_words: np.ndarray, direction_words: np.ndarray) -> np.ndarray:
@@ -249,3 +295,80 @@ def trail_cell(x: np.ndarray, speed: np.ndarray) -> np.ndarray:
     cell += np.maximum(np.abs(speed), _ONE)
     cell += _ONE
     return cell
+
+
+# ---------------------------------------------------------------- per-env rules (row i)
+@perenv.rule
+def randomize_cars_env(s: Any, i: int) -> None:
+    """:func:`car_speeds` for row ``i`` (MinAtar's ``_randomize_cars``): 8 words of
+    ``randint(1, 6)``, then 8 of ``sign(rand() - 0.5)``; a car's timer starts at
+    ``|speed|``."""
+    for j in range(CARS):
+        s.car_speed[i, j] = perenv.integers(s, i, 1, 6)
+    for j in range(CARS):
+        half = perenv.bits(s, i) >> _WORD_S11  # rand() * 2**53
+        if half < _WORD_HALF:  # rand() - 0.5 < 0: left
+            s.car_speed[i, j] = -s.car_speed[i, j]
+        elif half == _WORD_HALF:  # exactly 0: speed 0 (see BatchFreeway's docstring)
+            s.car_speed[i, j] = 0
+        s.car_timer[i, j] = abs(s.car_speed[i, j])
+
+
+@perenv.rule
+def move_chicken_env(s: Any, i: int, a: int) -> None:
+    """:func:`move_chicken` for row ``i``: ``u``/``d`` move the chicken one row when its
+    timer is 0, which restarts the timer at 3 (even against the edge). (Without branches:
+    the action is a coin toss to the branch predictor.)"""
+    step = (np.int64(a == DOWN) - np.int64(a == UP)) * np.int64(s.move_timer[i] == 0)
+    s.pos[i] = min(max(s.pos[i] + step, 0), _LAST)
+    s.move_timer[i] += PLAYER_SPEED * step * step
+
+
+# drive_cars_env sees the 8 cars of an env as one uint64 word per field (perenv.words of the
+# row of car_x, car_timer, car_speed: byte j is car j, little-endian as _LANE_BYTE reads
+# it), and moves all 8 in a dozen word operations instead of 8 turns of a loop whose branch
+# (does this car move?) the branch predictor cannot guess. Bytes never carry into each
+# other: every byte's sum stays below 256 and every difference non-negative for the states
+# the game reaches (columns 0-9, speeds -5 to 5).
+_U = np.uint64
+_BYTE = _U(0xFF)
+_EACH = _U(0x0101010101010101)  # 1 in every byte: k * _EACH is k in every byte
+_LOW7 = _U(0x7F) * _EACH
+_SIGN = _U(0x80) * _EACH  # each byte's top bit
+_AT_CHICKEN = _U(CHICKEN_X) * _EACH
+_TO_TEN = _U(0x80 - GRID) * _EACH  # added to bytes of 0-18, sets the top bit of those >= 10
+_S3, _S7 = _U(3), _U(7)
+_WORD_LAST = _U(_LAST)
+_WORD_TEN = _U(GRID)
+
+
+@perenv.rule
+def bytes_zero(w: np.uint64) -> np.uint64:
+    """1 in each byte of ``w`` that is 0, else 0 (exact: no carry between bytes)."""
+    return (~(((w & _LOW7) + _LOW7) | w) & _SIGN) >> _S7
+
+
+@perenv.rule
+def drive_cars_env(s: Any, i: int) -> None:
+    """:func:`drive_cars` for row ``i``, its 8 cars at once (a byte each): a car whose timer
+    is 0 moves one cell its way (wrapping) and restarts its timer at ``|speed|``, the
+    others count down; the car of the chicken's lane sends it to row 9 if it is in column
+    4 before or after its move."""
+    car_x = perenv.words(s.car_x[i])
+    car_timer = perenv.words(s.car_timer[i])
+    x, timer, speed = car_x[0], car_timer[0], perenv.words(s.car_speed[i])[0]
+    moving = bytes_zero(timer)  # 1 in the bytes of the cars that move
+    moving_byte = moving * _BYTE
+    negative = (speed & _SIGN) >> _S7
+    size = (speed ^ (negative * _BYTE)) + negative  # |speed|: -s is ~s + 1
+    right = (((speed & _LOW7) + _LOW7) & ~speed & _SIGN) >> _S7  # speed > 0
+    # restart at |speed| where moving, else count down (those bytes are >= 1: no borrow)
+    car_timer[0] = (size & moving_byte) | (timer - (_EACH & ~moving_byte))
+    # a move is +1 to the right (9 - 8), +9 to the left; then mod 10
+    moved = x + moving * _WORD_LAST - ((moving & right) << _S3)
+    wrapped = ((moved + _TO_TEN) & _SIGN) >> _S7  # 1 where the car left the board
+    new_x = moved - wrapped * _WORD_TEN
+    car_x[0] = new_x
+    met = bytes_zero(x ^ _AT_CHICKEN) | bytes_zero(new_x ^ _AT_CHICKEN)
+    if met & _LANE_BYTE[s.pos[i]]:  # met in the chicken's lane (rows 0 and 9: no lane)
+        s.pos[i] = _START

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from batchenv import perenv
 from batchenv.envs.minatar._base import (
     FIRE,
     GRID,
@@ -14,6 +15,7 @@ from batchenv.envs.minatar._base import (
     RIGHT,
     MinAtarEnv,
     MinAtarState,
+    sticky_action_env,
 )
 from batchenv.envs.minatar._rows import BIT, POPCOUNT, ROW_BITS, RowCanvas, set_cells
 from batchenv.random import BatchRandom
@@ -118,8 +120,10 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` every wave marches at the first wave's speed.
     ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -156,11 +160,10 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     reset_words = 0
     ansi_chars = "^A<>!v"
     state_type = SpaceInvadersState
-    numba_module = "batchenv.envs.minatar._numba.space_invaders"
 
     def __init__(self, num_envs: int | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, **kwargs)
-        if self.kernels == "numpy":  # (the numba layer draws every row itself)
+        if self.kernels == "numpy":  # (observe_env draws every row itself)
             self._alien_canvas = RowCanvas(self.num_envs, tuple(range(GRID)), _alien_rows(),
                                            (GRID, GRID, _CHANNELS), np.uint16)
 
@@ -205,6 +208,59 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
             pair, column = set_cells(board)  # pair: env * 10 + row, a board row's index
             cells.append(pair * grid.y_stride + (column * grid.x_stride + channel))
         out.reshape(-1)[np.concatenate(cells)] = True
+
+    # ------------------------------------------------------------ per-env kernels
+    # The same rules for one env, row i (batchenv.perenv: compiled by numba into one loop
+    # over the batch), decision for decision and draw for draw as the numpy kernels above.
+
+    @staticmethod
+    def reset_env(p: Any, s: Any, i: int) -> None:
+        s.pos[i] = CANNON_START
+        for y in range(GRID):
+            s.aliens[i, y] = _WAVE_ROW if y < _WAVE_ROWS.stop else _NO_ROW
+            s.f_bullets[i, y] = s.e_bullets[i, y] = _NO_ROW
+        s.alien_dir[i] = -1
+        s.move_interval[i] = s.alien_move_timer[i] = ENEMY_MOVE_INTERVAL
+        s.alien_shot_timer[i] = ENEMY_SHOT_INTERVAL
+        s.ramp_index[i] = 0
+        s.alien_count[i] = WAVE_SIZE
+        s.shot_timer[i] = 0
+
+    @staticmethod
+    def step_env(p: Any, s: Any, i: int, action: int) -> tuple[float, bool]:
+        a = sticky_action_env(p, s, i, action)
+        new_bullet = resolve_action_env(s, i, a)
+        advance_bullets_env(s, i, new_bullet)
+        terminated = cannon_hit_env(s, i)
+        if s.alien_move_timer[i] == 0:
+            terminated |= march_aliens_env(s, i)
+        if s.alien_shot_timer[i] == 0:
+            s.alien_shot_timer[i] = ENEMY_SHOT_INTERVAL
+            aliens_shoot_env(s, i)
+        killed = shoot_aliens_env(s, i)
+        s.alien_count[i] -= killed
+        if s.shot_timer[i] > 0:  # count_down_timers
+            s.shot_timer[i] -= 1
+        s.alien_move_timer[i] -= 1
+        s.alien_shot_timer[i] -= 1
+        if s.alien_count[i] == 0:
+            send_new_wave_env(p, s, i)
+        return float(killed), terminated
+
+    @staticmethod
+    def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
+        heading = _RIGHT_CODE if s.alien_dir[i] > 0 else 0
+        words = perenv.words(obs)
+        for y in range(0, GRID, 2):  # every cell of the board: the aliens' rows, by pairs
+            draw_alien_rows_env(words, y, s.aliens[i, y] | heading,
+                                s.aliens[i, y + 1] | heading)
+        for y in range(GRID):
+            f, e = s.f_bullets[i, y], s.e_bullets[i, y]
+            if f | e:  # bullets are few: most rows have none
+                for x in range(GRID):
+                    obs[y, x, _F_BULLET] = (f >> x) & 1
+                    obs[y, x, _E_BULLET] = (e >> x) & 1
+        obs[_BOTTOM, s.pos[i], _CANNON] = True
 
 
 def _alien_rows() -> np.ndarray:
@@ -342,3 +398,144 @@ def send_new_wave(s: SpaceInvadersState, ramping: bool) -> None:
         s.ramp_index[faster] += 1
     s.aliens[idx, _WAVE_ROWS] = _WAVE_ROW
     s.alien_count[idx] = WAVE_SIZE
+
+
+# ---------------------------------------------------------------- per-env rules (row i)
+_CANNON, _ALIEN, _ALIEN_LEFT, _ALIEN_RIGHT, _F_BULLET, _E_BULLET = range(_CHANNELS)
+_NO_ROW = np.uint16(0)
+_LAST = GRID - 1
+_RIGHT_CODE = 1 << ROW_BITS  # _alien_rows' code of a row: its mask, + 1024 marching right
+_ALIEN_ROWS = _alien_rows()
+#: _alien_rows' images as words: a board row is 60 bytes, so a pair of rows is 15 words, the
+#: first row in words 0-6 and the low half of word 7 (_EVEN_ROW_WORDS: its 60 bytes, then 4
+#: zero bytes), the second in the high half of word 7 and words 8-14 (_ODD_ROW_WORDS: 4 zero
+#: bytes, then its 60).
+_ROW_BYTES = _ALIEN_ROWS.reshape(len(_ALIEN_ROWS), -1).view(np.uint8)
+_PAD = np.zeros((len(_ALIEN_ROWS), 4), dtype=np.uint8)
+_EVEN_ROW_WORDS = np.ascontiguousarray(np.hstack([_ROW_BYTES, _PAD])).view(np.uint64)
+_ODD_ROW_WORDS = np.ascontiguousarray(np.hstack([_PAD, _ROW_BYTES])).view(np.uint64)
+_PAIR_WORDS = 2 * GRID * _CHANNELS // 8  # 15
+_ONE16 = np.uint16(1)
+
+
+@perenv.rule
+def draw_alien_rows_env(words: np.ndarray, y: int, code: int, next_code: int) -> None:
+    """Board rows ``y`` (even) and ``y + 1`` of an observation (``words``: all of it, as
+    perenv.words) set to :func:`_alien_rows`' images of ``code`` and ``next_code``:
+    every cell and channel of the two rows, in 15 words."""
+    first = y // 2 * _PAIR_WORDS
+    for k in range(7):
+        words[first + k] = _EVEN_ROW_WORDS[code, k]
+    words[first + 7] = _EVEN_ROW_WORDS[code, 7] | _ODD_ROW_WORDS[next_code, 0]
+    for k in range(1, 8):
+        words[first + 7 + k] = _ODD_ROW_WORDS[next_code, k]
+
+
+@perenv.rule
+def resolve_action_env(s: Any, i: int, a: int) -> int:
+    """:func:`resolve_action` for row ``i``: ``f`` with the cannon cooled down fires (the
+    cool-down restarts), ``l``/``r`` move the cannon within the board. Returns the new
+    bullet as a bottom-row mask (0 if none)."""
+    new_bullet = 0
+    if a == FIRE and s.shot_timer[i] == 0:
+        s.shot_timer[i] = SHOT_COOL_DOWN
+        new_bullet = _ONE16 << s.pos[i]
+    s.pos[i] = min(max(s.pos[i] + _CANNON_DX[a], 0), _LAST)
+    return new_bullet
+
+
+@perenv.rule
+def advance_bullets_env(s: Any, i: int, new_bullet: int) -> None:
+    """:func:`advance_bullets` for row ``i``: the cannon's bullets rise a row (the new one
+    into row 8, row 9 cleared), the aliens' fall a row (row 0 cleared)."""
+    for y in range(_LAST - 1):
+        s.f_bullets[i, y] = s.f_bullets[i, y + 1]
+    s.f_bullets[i, _LAST - 1] = new_bullet  # row 9 holds only new bullets
+    s.f_bullets[i, _LAST] = 0
+    for y in range(_LAST, 0, -1):
+        s.e_bullets[i, y] = s.e_bullets[i, y - 1]
+    s.e_bullets[i, 0] = 0
+
+
+@perenv.rule
+def cannon_hit_env(s: Any, i: int) -> bool:
+    """:func:`cannon_hit` for row ``i``: an alien bullet or an alien in the cannon's
+    cell."""
+    cannon = _ONE16 << s.pos[i]
+    return (s.e_bullets[i, _BOTTOM] | s.aliens[i, _BOTTOM]) & cannon != 0
+
+
+@perenv.rule
+def march_aliens_env(s: Any, i: int) -> bool:
+    """:func:`march_aliens` for row ``i``, whose move timer ran out: the timer restarts; a
+    block at the side it marches to turns and steps down (``np.roll``: the bottom row
+    comes round to the top, ending the episode if it held aliens), else it shifts a
+    column. Returns whether the episode ends (also when an alien lands on the cannon)."""
+    s.alien_move_timer[i] = min(s.alien_count[i], s.move_interval[i])
+    columns = 0
+    for y in range(GRID):
+        columns |= s.aliens[i, y]
+    left = s.alien_dir[i] < 0
+    turn = columns & (_LEFT_EDGE if left else _RIGHT_EDGE) != 0
+    bottom = s.aliens[i, _LAST]
+    if turn:  # down a row (np.roll), and the other way
+        s.alien_dir[i] = -s.alien_dir[i]
+        for y in range(_LAST, 0, -1):
+            s.aliens[i, y] = s.aliens[i, y - 1]
+        s.aliens[i, 0] = bottom
+    else:
+        for y in range(GRID):
+            row = s.aliens[i, y]
+            s.aliens[i, y] = row >> 1 if left else (row << 1) & _FULL_ROW
+    landed = (s.aliens[i, _BOTTOM] >> s.pos[i]) & 1 != 0
+    return (turn and bottom != 0) or landed
+
+
+@perenv.rule
+def aliens_shoot_env(s: Any, i: int) -> None:
+    """:func:`aliens_shoot` for row ``i``, whose shot timer ran out: the lowest alien of
+    the occupied column nearest the cannon (the left one of two equally near; column 0 if
+    none) drops a bullet in its cell (row 9 if the column is empty)."""
+    p = s.pos[i]
+    columns = 0
+    for y in range(GRID):
+        columns |= s.aliens[i, y]
+    column = 0
+    for d in range(GRID):  # by distance, the left column first (MinAtar's stable sort)
+        if p - d >= 0 and (columns >> (p - d)) & 1:
+            column = p - d
+            break
+        if p + d <= _LAST and (columns >> (p + d)) & 1:
+            column = p + d
+            break
+    lowest = _BOTTOM
+    for y in range(GRID):
+        if (s.aliens[i, y] >> column) & 1:
+            lowest = y
+    s.e_bullets[i, lowest] |= _ONE16 << column
+
+
+@perenv.rule
+def shoot_aliens_env(s: Any, i: int) -> int:
+    """:func:`shoot_aliens` for row ``i``: a cannon bullet in an alien's cell removes both.
+    Returns the aliens killed."""
+    killed = 0
+    for y in range(GRID):
+        hit = s.aliens[i, y] & s.f_bullets[i, y]
+        if hit:
+            s.aliens[i, y] ^= hit
+            s.f_bullets[i, y] ^= hit
+            killed += _POPCOUNT[hit]
+    return killed
+
+
+@perenv.rule
+def send_new_wave_env(p: Any, s: Any, i: int) -> None:
+    """:func:`send_new_wave` for row ``i``, whose board is cleared: a new wave in rows 0-3,
+    marching one step faster with ramping (down to an interval of 6)."""
+    if p.difficulty_ramping and s.move_interval[i] > FASTEST_MOVE_INTERVAL:
+        s.move_interval[i] -= 1
+        s.ramp_index[i] += 1
+    for y in range(_WAVE_ROWS.stop):
+        s.aliens[i, y] = _WAVE_ROW
+    s.alien_count[i] = WAVE_SIZE

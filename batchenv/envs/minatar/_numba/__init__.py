@@ -1,5 +1,8 @@
-"""The numba layer of the MinAtar games: each game's rules compiled into one loop over the
-envs, as an optional speed layer beside its numpy kernels (``pip install batchenv[fast]``).
+"""The private numba layer of the MinAtar games, now Seaquest's only (``_numba/seaquest.py``):
+its rules compiled into loops over the envs beside its numpy kernels (``pip install
+batchenv[fast]``). The other four games have per-env kernels (``reset_env``, ``step_env``,
+``observe_env`` in their modules, run by :mod:`batchenv.perenv`); Seaquest moves there too,
+and this package goes, when it is converted (docs/minatar.md).
 
 Why a second implementation. A MinAtar step is a few dozen small decisions per env (a
 bullet here, a spawn there); as numpy kernels each decision is a call over the whole batch,
