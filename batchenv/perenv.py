@@ -13,7 +13,9 @@ gets them compiled by numba into one loop over the batch, the CPU twin of CUDA's
 batch (the base columns too), ``p`` a namedtuple of the instance attributes the class names
 in ``kernel_params`` (read again at every ``reset``); a class may add views of the state
 (``kernel_views``: names, and its static ``state_views(s)`` giving the arrays, e.g. slot
-columns as one ``(fields, slots, n)`` block) that the kernels read as ``s.<name>``. Random draws come from row ``i``'s own
+columns as one ``(fields, slots, n)`` block) that the kernels read as ``s.<name>``, and hide
+the fields the views cover (``kernel_hidden_fields``: numba compiles a namedtuple of hundreds
+of arrays for minutes). Random draws come from row ``i``'s own
 stream, word for word the words :class:`~batchenv.random.BatchRandom` gives that row
 (:func:`bits`, :func:`random`, :func:`integers`, :func:`uniform`, :func:`bernoulli`,
 :func:`normal`), so both forms share one random scheme. Helpers the kernels call are
@@ -377,7 +379,9 @@ class Runner:
         # step_fused's compiled entry point for the current arguments' types (see _fused)
         self._entry: tuple[Any, ...] = ()
         self._compiled: set[str] = set()  # loops called (so compiled) already
-        names = env.full_state_dtype.names or ()
+        hidden = set(getattr(cls, "kernel_hidden_fields", ()))
+        self.hidden = hidden
+        names = tuple(n for n in env.full_state_dtype.names or () if n not in hidden)
         self.view_names = tuple(getattr(cls, "kernel_views", ()))
         clash = sorted(set(names) & set(self.view_names))
         if clash:
@@ -412,7 +416,8 @@ class Runner:
                 self._fields_of.clear()
             views: Any = self.cls.state_views(s) if self.view_names else {}
             held = self._fields_of[id(s)] = (s, self.state_tuple(
-                *(a for _, a in s), *(views[name] for name in self.view_names)))
+                *(a for name, a in s if name not in self.hidden),
+                *(views[name] for name in self.view_names)))
         return held[1]
 
     def _run(self, name: str, n: int, *args: Any) -> None:
