@@ -234,7 +234,7 @@ def test_seaquest_per_env_equals_numpy_in_crowded_late_game_states():
             assert_same_state(a, b, f"step {t}")
     assert_same_state(a, b, "end")
     assert enemies > 64 * 100, enemies  # crowded boards
-    assert ramps > 20, ramps  # and surfacings that ramp did run
+    assert ramps >= 10, ramps  # and surfacings that ramp did run
 
 
 def test_freeway_per_env_equals_numpy_from_every_car_configuration():
