@@ -383,6 +383,10 @@ class Runner:
         self.hidden = hidden
         names = tuple(n for n in env.full_state_dtype.names or () if n not in hidden)
         self.view_names = tuple(getattr(cls, "kernel_views", ()))
+        self.state_views: Any = getattr(cls, "state_views", None)
+        if self.view_names and not callable(self.state_views):
+            raise TypeError(f"{cls.__name__} names kernel_views {list(self.view_names)} but "
+                            f"has no static state_views(s) giving them")
         clash = sorted(set(names) & set(self.view_names))
         if clash:
             raise TypeError(f"{cls.__name__}.kernel_views {clash} are also state fields: "
@@ -414,7 +418,7 @@ class Runner:
         if held is None or held[0] is not s:
             if len(self._fields_of) > 8:
                 self._fields_of.clear()
-            views: Any = self.cls.state_views(s) if self.view_names else {}
+            views: Any = self.state_views(s) if self.view_names else {}
             held = self._fields_of[id(s)] = (s, self.state_tuple(
                 *(a for name, a in s if name not in self.hidden),
                 *(views[name] for name in self.view_names)))
