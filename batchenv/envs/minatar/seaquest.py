@@ -263,6 +263,21 @@ class BatchSeaquest(MinAtarEnv):
             s._seaquest_slots = views
         return views
 
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          dict[str, Any]]:
+        """As :meth:`BatchEnv.step`; a spawn that finds every enemy slot taken (beyond the
+        bound of :data:`ENEMY_SLOTS`: only a set state gets there) is a RuntimeError naming
+        the envs (the compiled per-env kernels raise it without them)."""
+        try:
+            return super().step(actions)
+        except RuntimeError as error:
+            if str(error) != _CROWDED:
+                raise
+            alive = self.slots(self.state).en_alive
+            envs = alive.all(axis=0).nonzero()[0].tolist()
+            raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
+                               f"{envs} (ENEMY_SLOTS is too small)") from None
+
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """``set_state``'s check of the slots' invariant: an env's enemy slots from
         ``en_slots`` on are clear (all zero), as a reset clears only those below."""
