@@ -1,5 +1,6 @@
 """Play BatchPong or a MinAtar game with the keyboard, for visual debugging:
-``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``.
+``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``,
+``python -m batchenv play minigrid-doorkey``.
 
 Needs pygame (``pip install "batchenv[play]"`` or ``pip install pygame``). Keys: W/S or the
 arrow keys move your (left) paddle against the CPU; in ``two_player`` and ``rally`` modes
@@ -17,12 +18,21 @@ import numpy as np
 from batchenv.envs.pong import DOWN, NOOP, UP, BatchPong
 
 __all__ = ["play_pong", "actions_from_keys", "PongSession", "play_minatar", "MinAtarSession",
-           "minatar_action", "MINATAR_GAMES"]
+           "minatar_action", "MINATAR_GAMES", "play_minigrid", "MiniGridSession",
+           "minigrid_action", "MINIGRID_GAMES"]
 
 #: ``play`` names of the MinAtar games -> their env class names in batchenv.envs.minatar
 MINATAR_GAMES = {"minatar-asterix": "BatchAsterix", "minatar-breakout": "BatchBreakout",
                  "minatar-freeway": "BatchFreeway", "minatar-seaquest": "BatchSeaquest",
                  "minatar-space-invaders": "BatchSpaceInvaders"}
+
+
+#: ``play`` names of MiniGrid envs -> their ids
+MINIGRID_GAMES = {"minigrid-doorkey": "MiniGrid-DoorKey-8x8-v0",
+                  "minigrid-multiroom": "MiniGrid-MultiRoom-N6-v0",
+                  "minigrid-keycorridor": "MiniGrid-KeyCorridorS3R3-v0",
+                  "minigrid-dynamic-obstacles": "MiniGrid-Dynamic-Obstacles-8x8-v0",
+                  "minigrid-fourrooms": "MiniGrid-FourRooms-v0"}
 
 
 def _direction(up: bool, down: bool) -> int:
@@ -92,7 +102,8 @@ def play_pong(mode: str = "cpu", fps: int = 30, scale: int = 12, points_to_win: 
                         fps, steps)
 
 
-def _window_loop(pygame: Any, session: PongSession | MinAtarSession, names: dict[int, str],
+def _window_loop(pygame: Any, session: PongSession | MinAtarSession | MiniGridSession,
+                 names: dict[int, str],
                  fps: int, steps: int | None) -> int:
     """The pygame loop both games share: the keys of ``names`` held down go to
     ``session.step`` each frame (P pauses, Esc or closing the window quits); returns 0."""
@@ -182,4 +193,69 @@ def play_minatar(game: str, fps: int = 8, scale: int = 40, seed: int | None = No
     names = {pygame.K_LEFT: "left", pygame.K_RIGHT: "right", pygame.K_UP: "up",
              pygame.K_DOWN: "down", pygame.K_a: "a", pygame.K_d: "d", pygame.K_w: "w",
              pygame.K_s: "s", pygame.K_SPACE: "space"}
+    return _window_loop(pygame, session, names, fps, steps)
+
+
+def minigrid_action(pressed: Collection[str]) -> int | None:
+    """``minigrid``'s action for the keys held down, as its ``manual_control``: ``"left"``,
+    ``"right"`` turn, ``"up"`` forward, ``"tab"`` pickup, ``"shift"`` drop, ``"space"``
+    toggle, ``"enter"`` done; None when no key is held (the env waits)."""
+    for action, key in ((0, "left"), (1, "right"), (2, "up"), (3, "tab"), (4, "shift"),
+                        (5, "space"), (6, "enter")):
+        if key in pressed:
+            return action
+    return None
+
+
+class MiniGridSession:
+    """A MiniGrid env without a window: one env, keys in, RGB frames (minigrid's tiles)
+    out; it steps only while a key is held."""
+
+    def __init__(self, game: str, seed: int | None = None) -> None:
+        if game not in MINIGRID_GAMES:
+            raise ValueError(f"game must be one of {list(MINIGRID_GAMES)}, got {game!r}")
+        from batchenv.envs.minigrid import BatchMiniGrid
+        from batchenv.registration import make
+
+        self.game = game
+        env = make(MINIGRID_GAMES[game], 1, render_mode="rgb_array")
+        assert isinstance(env, BatchMiniGrid)
+        self.env: BatchMiniGrid = env
+        self.actions = int(getattr(env.single_action_space, "n", 7))
+        self.env.reset(seed=seed)
+        self.returns = 0.0
+        self.message = ""
+
+    def step(self, pressed: Collection[str]) -> np.ndarray:
+        action = minigrid_action(pressed)
+        if action is None or action >= self.actions:
+            return self.frame()
+        _, reward, terminated, truncated, _ = self.env.step(np.array([action]))
+        self.returns += float(reward[0])
+        if terminated[0] or truncated[0]:
+            self.message = f"episode over, return {self.returns:.2f}"
+            self.returns = 0.0
+        return self.frame()
+
+    def frame(self) -> np.ndarray:
+        frames = self.env.render()
+        assert frames is not None
+        return np.asarray(frames[0])
+
+    def status(self) -> str:
+        return f"{self.env.missions()[0]}  return {self.returns:.2f}  {self.message}".rstrip()
+
+
+def play_minigrid(game: str, fps: int = 5, seed: int | None = None,
+                  steps: int | None = None) -> int:
+    """Open a window and play a MiniGrid env; returns 0 (a process exit code)."""
+    try:
+        import pygame
+    except ImportError:
+        raise SystemExit('playing needs pygame: pip install "batchenv[play]" '
+                         "(or pip install pygame)") from None
+    session = MiniGridSession(game, seed)
+    names = {pygame.K_LEFT: "left", pygame.K_RIGHT: "right", pygame.K_UP: "up",
+             pygame.K_TAB: "tab", pygame.K_LSHIFT: "shift", pygame.K_SPACE: "space",
+             pygame.K_RETURN: "enter"}
     return _window_loop(pygame, session, names, fps, steps)

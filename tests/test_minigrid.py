@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _splitmix import words
 
 import batchenv
 from batchenv.envs.minigrid import (
     BatchBlockedUnlockPickup,
     BatchCrossing,
     BatchDoorKey,
+    BatchDynamicObstacles,
     BatchEmpty,
     BatchFourRooms,
+    BatchKeyCorridor,
     BatchLavaGap,
+    BatchMultiRoom,
     BatchUnlock,
     BatchUnlockPickup,
     common,
@@ -48,7 +52,30 @@ def inject(ref, env, i):
     s.step_count[i] = u.step_count
     if getattr(u, "door", None) is not None:  # Unlock's target door
         s.target_x[i], s.target_y[i] = u.door.cur_pos
+    if "obstacles" in env.full_state_dtype.names:  # Dynamic-Obstacles' balls, in their order
+        s.obstacles[i] = -1
+        for k, ball in enumerate(u.obstacles):
+            s.obstacles[i, k] = ball.cur_pos
     s.elapsed_steps[i] = u.step_count
+
+
+class SharedStream:
+    """Row i's stream, for a ``minigrid`` env: as its ``_rand_int`` (``np_random.integers``
+    in minigrid; what ``_rand_elem``, ``_rand_color``, ``place_obj`` ... call) it draws the
+    words batchenv's row draws, computed by the independent oracle (tests/_splitmix.py),
+    so that both generators see the same numbers."""
+
+    def __init__(self, key, counter):
+        self.key, self.counter = int(key), int(counter)
+
+    def rand_int(self, low, high):
+        word = words(self.key, self.counter, 1)[0]
+        self.counter += 1
+        return int(low) + word % int(high - low)
+
+    def attach(self, ref):
+        ref.unwrapped._rand_int = self.rand_int
+        return self
 
 
 def run_parity(make_ours, ref_id, n=4, steps=300, full=False, seed=0, act_p=None):
@@ -64,6 +91,8 @@ def run_parity(make_ours, ref_id, n=4, steps=300, full=False, seed=0, act_p=None
         o, _ = refs[i].reset(seed=seed * 1000 + i * 100 + episode[i])
         episode[i] += 1
         inject(refs[i], env, i)
+        # from here on (Dynamic-Obstacles' moves) both draw row i's words
+        SharedStream(env.state.rng_key[i], env.state.rng_counter[i]).attach(refs[i])
         return o
 
     ref_obs = [ref_reset(i) for i in range(n)]
@@ -73,7 +102,7 @@ def run_parity(make_ours, ref_id, n=4, steps=300, full=False, seed=0, act_p=None
         np.testing.assert_array_equal(out[i], ref_obs[i]["image"])
     ends = 0
     for t in range(steps):
-        a = rng.choice(7, size=n, p=act_p)
+        a = rng.choice(len(act_p) if act_p else 7, size=n, p=act_p)
         obs, rew, term, trunc, _ = env.step(a)
         for i in range(n):
             o, r, te, tr, _ = refs[i].step(int(a[i]))
@@ -332,3 +361,160 @@ def test_layout_statistics(cls, ref_id, code):
         u = ref.unwrapped
         rows.append((*u.agent_pos, u.agent_dir, *key_cell(u.grid.encode())))
     _compare(ours, np.array(rows, float), n)
+
+
+# ------------------------------------------------------------------ draw for draw
+#: ids whose generators draw only through minigrid's ``_rand_int`` (Crossing shuffles with
+#: ``np_random.shuffle``: its layouts are compared as statistics above)
+DRAW_FOR_DRAW = [
+    "MiniGrid-Empty-Random-6x6-v0", "MiniGrid-DoorKey-8x8-v0", "MiniGrid-DoorKey-16x16-v0",
+    "MiniGrid-FourRooms-v0", "MiniGrid-LavaGapS7-v0", "MiniGrid-Unlock-v0",
+    "MiniGrid-UnlockPickup-v0", "MiniGrid-BlockedUnlockPickup-v0",
+    "MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-MultiRoom-N4-S5-v1",
+    "MiniGrid-MultiRoom-N6-v0", "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-KeyCorridorS3R3-v0",
+    "MiniGrid-KeyCorridorS4R3-v0", "MiniGrid-KeyCorridorS6R3-v0",
+    "MiniGrid-Dynamic-Obstacles-5x5-v0", "MiniGrid-Dynamic-Obstacles-Random-6x6-v0",
+    "MiniGrid-Dynamic-Obstacles-16x16-v0",
+]
+
+
+@pytest.mark.filterwarnings("ignore:.*out of date")  # minigrid's legacy MultiRoom-N4-S5-v0
+@pytest.mark.parametrize("env_id", DRAW_FOR_DRAW)
+def test_layouts_draw_for_draw(env_id):
+    """Given the same random words, each generator makes minigrid's very layout: a minigrid
+    env drawing row i's words (SharedStream) builds the grid, agent cell and direction of
+    row i, word for word (the same number of words too)."""
+    n = 12
+    env = batchenv.make(env_id, n)
+    env.reset(seed=21)
+    s = env.state
+    ref = gym.make(env_id)
+    for i in range(n):
+        stream = SharedStream(s.rng_key[i], 0).attach(ref)
+        ref.reset(seed=0)
+        u = ref.unwrapped
+        np.testing.assert_array_equal(s.grid[i], u.grid.encode(), err_msg=f"{env_id} env {i}")
+        assert (s.agent_x[i], s.agent_y[i], s.agent_dir[i]) == (*u.agent_pos, u.agent_dir)
+        assert stream.counter == s.rng_counter[i], (env_id, i)
+        if hasattr(env, "missions") and hasattr(u, "mission"):
+            assert env.missions()[i] == u.mission
+
+
+def test_multiroom_parity():
+    ends = run_parity(lambda n, **k: BatchMultiRoom(n, min_rooms=4, max_rooms=4,
+                                                    max_room_size=5, **k),
+                      "MiniGrid-MultiRoom-N4-S5-v1", n=4, steps=250,
+                      act_p=[0.2, 0.2, 0.4, 0.02, 0.02, 0.14, 0.02])
+    assert ends > 0
+
+
+def test_multiroom_n2_reaches_the_goal():
+    """N2-S4's short episodes end on the goal, too: the reward's formula is compared."""
+    env = BatchMultiRoom(64, min_rooms=2, max_rooms=2, max_room_size=4)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    won = 0
+    for _ in range(120):
+        _, r, term, _, _ = env.step(rng.choice(7, 64, p=[0.2, 0.2, 0.4, 0, 0, 0.2, 0]))
+        won += int((r > 0).sum())
+        assert ((r > 0) == term).all()
+    assert won > 0
+
+
+@pytest.mark.parametrize("size, rows", [(3, 3), (4, 3)])
+def test_keycorridor_parity(size, rows):
+    ends = run_parity(lambda n, **k: BatchKeyCorridor(n, room_size=size, num_rows=rows, **k),
+                      f"MiniGrid-KeyCorridorS{size}R{rows}-v0", n=4, steps=300,
+                      act_p=[0.15, 0.15, 0.3, 0.15, 0.05, 0.18, 0.02])
+    if size == 3:  # max_steps 270 < 300: every env ended (truncated, if nothing else)
+        assert ends >= 4
+
+
+def test_keycorridor_picking_the_ball_pays_and_missions_name_its_colour():
+    env = BatchKeyCorridor(2, room_size=3, num_rows=1)
+    env.reset(seed=0)
+    s = env.state
+    assert env.missions() == tuple(f"pick up the {common.COLOR_NAMES[c]} ball"
+                                   for c in s.target_color)
+    bx, by = np.argwhere(s.grid[0, :, :, 0] == common.BALL)[0]
+    assert s.grid[0, bx, by, 1] == s.target_color[0]
+    s.grid[0, bx - 1, by] = (common.EMPTY, 0, 0)
+    s.agent_x[0], s.agent_y[0], s.agent_dir[0] = bx - 1, by, 0
+    _, r, term, _, _ = env.step(np.array([common.PICKUP, common.DONE]))
+    assert term[0] and not term[1] and r[0] == pytest.approx(1 - 0.9 / 270)
+
+
+@pytest.mark.parametrize("env_id, n_obstacles", [
+    ("MiniGrid-Dynamic-Obstacles-5x5-v0", 2), ("MiniGrid-Dynamic-Obstacles-Random-6x6-v0", 3),
+    ("MiniGrid-Dynamic-Obstacles-8x8-v0", 4)])
+def test_dynamic_obstacles_parity(env_id, n_obstacles):
+    """The balls' random moves too: both sides draw row i's words (SharedStream)."""
+    size = int(env_id.split("x")[-1].split("-")[0])
+    ends = run_parity(lambda n, **k: BatchDynamicObstacles(
+        n, size=size, n_obstacles=n_obstacles, random_start="Random" in env_id, **k),
+        env_id, n=4, steps=200, act_p=[0.25, 0.25, 0.5])
+    assert ends > 0
+
+
+def test_dynamic_obstacles_collision_costs_one():
+    env = BatchDynamicObstacles(2, size=5, n_obstacles=0)
+    env.reset(seed=0)
+    s = env.state
+    s.agent_x[:], s.agent_y[:], s.agent_dir[:] = 1, 1, 2  # facing the left wall
+    _, r, term, _, _ = env.step(np.array([common.FORWARD, common.LEFT]))
+    assert r.tolist() == [-1.0, 0.0] and term.tolist() == [True, False]
+    assert env.single_action_space.n == 3
+
+
+@pytest.mark.parametrize("cls, kw", [
+    (BatchDoorKey, {"size": 5}), (BatchMultiRoom, {"min_rooms": 2, "max_rooms": 2,
+                                                   "max_room_size": 4}),
+    (BatchKeyCorridor, {"room_size": 3, "num_rows": 2}),
+    (BatchDynamicObstacles, {"size": 5, "n_obstacles": 2}),
+    (BatchCrossing, {"size": 9, "num_crossings": 2})])
+def test_python_kernels_equal_compiled(cls, kw):
+    """kernels="python" (the same functions as a Python loop) steps exactly as the compiled
+    loop: states, observations, rewards and flags, through auto-resets."""
+    n = 6
+    a, b = cls(n, kernels="python", **kw), cls(n, kernels="numba", **kw)
+    assert (a.kernels, b.kernels) == ("python", "numba")
+    oa, _ = a.reset(seed=4)
+    ob, _ = b.reset(seed=4)
+    np.testing.assert_array_equal(oa, ob)
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        act = rng.integers(0, a.single_action_space.n, n)
+        ra, rb = a.step(act), b.step(act)
+        for x, y in zip(ra[:4], rb[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+    for name in a.full_state_dtype.names:
+        np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name), name)
+
+
+@pytest.mark.parametrize("env_id", ["MiniGrid-DoorKey-5x5-v0", "MiniGrid-LavaGapS5-v0",
+                                    "MiniGrid-BlockedUnlockPickup-v0",
+                                    "MiniGrid-Dynamic-Obstacles-5x5-v0"])
+def test_rgb_array_frames_equal_minigrids_pixel_for_pixel(env_id):
+    """minigrid's render() (tiles, the agent's triangle, the seen cells highlighted) and
+    ours for minigrid's states injected along a random walk (locked doors, keys, balls,
+    boxes, lava, goal, walls, the agent turning), then with every door open and closed."""
+    ref = gym.make(env_id, render_mode="rgb_array")
+    env = batchenv.make(env_id, 2, render_mode="rgb_array", autoreset_mode="Disabled")
+    env.reset(seed=0)
+    ref.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for t in range(20):
+        inject(ref, env, 1)
+        frame = env.render()[1]
+        assert frame.dtype == np.uint8
+        np.testing.assert_array_equal(frame, ref.render(), err_msg=f"{env_id} step {t}")
+        _, _, term, trunc, _ = ref.step(int(rng.integers(0, ref.action_space.n)))
+        if term or trunc:
+            ref.reset()
+    u = ref.unwrapped
+    doors = [c for c in u.grid.grid if c is not None and c.type == "door"]
+    for is_open in (True, False):
+        for door in doors:
+            door.is_open, door.is_locked = is_open, False
+        inject(ref, env, 1)
+        np.testing.assert_array_equal(env.render()[1], ref.render(), err_msg=f"open {is_open}")

@@ -9,12 +9,13 @@ import pytest
 from batchenv import play
 
 
-@pytest.mark.parametrize("game", ["pong", "minatar-breakout"])
+@pytest.mark.parametrize("game", ["pong", "minatar-breakout", "minigrid-doorkey"])
 def test_window_loop_steps_the_session_and_quits(monkeypatch, game):
     pytest.importorskip("pygame")  # the `play` extra, in the `test` extra
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     monkeypatch.setenv("SDL_AUDIODRIVER", "dummy")
-    session_cls = play.PongSession if game == "pong" else play.MinAtarSession
+    session_cls = {"pong": play.PongSession, "minatar-breakout": play.MinAtarSession,
+                   "minigrid-doorkey": play.MiniGridSession}[game]
     seen: list[frozenset[str]] = []
     real_step = session_cls.step
 
@@ -27,6 +28,21 @@ def test_window_loop_steps_the_session_and_quits(monkeypatch, game):
     monkeypatch.setattr(session_cls, "step", step)
     if game == "pong":
         assert play.play_pong(fps=1000, steps=4, seed=0) == 0
+    elif game == "minigrid-doorkey":
+        assert play.play_minigrid(game, fps=1000, steps=4, seed=0) == 0
     else:
         assert play.play_minatar(game, fps=1000, steps=4, seed=0) == 0
     assert seen == [frozenset()] * 4  # four frames, no key held
+
+
+def test_minigrid_session_steps_only_on_a_key():
+    session = play.MiniGridSession("minigrid-doorkey", seed=0)
+    s = session.env.state
+    before = int(s.agent_dir[0])
+    session.step(set())  # no key: the env waits
+    assert s.step_count[0] == 0 and s.agent_dir[0] == before
+    frame = session.step({"right"})
+    assert s.step_count[0] == 1 and s.agent_dir[0] == (before + 1) % 4
+    assert frame.shape == (8 * 32, 8 * 32, 3)
+    assert play.minigrid_action({"space"}) == 5 and play.minigrid_action(set()) is None
+    assert "use the key" in session.status()

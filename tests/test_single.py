@@ -13,7 +13,7 @@ import batchenv
 from batchenv.single import SingleEnv
 
 IDS = batchenv.list_envs()
-#: The ids whose env renders rgb_array frames (MiniGrid's rendering is not built yet).
+#: The ids whose env renders rgb_array frames.
 RENDER_IDS = [i for i in IDS
               if "rgb_array" in batchenv.registry[i].load().metadata.get("render_modes", ())]
 

@@ -24,9 +24,12 @@ from batchenv.envs.minigrid import (
     BatchBlockedUnlockPickup,
     BatchCrossing,
     BatchDoorKey,
+    BatchDynamicObstacles,
     BatchEmpty,
     BatchFourRooms,
+    BatchKeyCorridor,
     BatchLavaGap,
+    BatchMultiRoom,
     BatchUnlock,
     BatchUnlockPickup,
 )
@@ -84,6 +87,25 @@ register(BatchUnlockPickup, "batchenv/MiniGrid-UnlockPickup-v0",
          gymnasium_id="MiniGrid-UnlockPickup-v0", max_episode_steps=288)
 register(BatchBlockedUnlockPickup, "batchenv/MiniGrid-BlockedUnlockPickup-v0",
          gymnasium_id="MiniGrid-BlockedUnlockPickup-v0", max_episode_steps=576)
+for _name, _kw in (("N2-S4-v0", {"min_rooms": 2, "max_rooms": 2, "max_room_size": 4}),
+                   ("N4-S5-v0", {"min_rooms": 6, "max_rooms": 6, "max_room_size": 5}),  # (sic)
+                   ("N4-S5-v1", {"min_rooms": 4, "max_rooms": 4, "max_room_size": 5}),
+                   ("N6-v0", {"min_rooms": 6, "max_rooms": 6})):
+    register(BatchMultiRoom, f"batchenv/MiniGrid-MultiRoom-{_name}",
+             gymnasium_id=f"MiniGrid-MultiRoom-{_name}", kwargs=_kw,
+             max_episode_steps=20 * _kw["max_rooms"])
+for _s, _r in ((3, 1), (3, 2), (3, 3), (4, 3), (5, 3), (6, 3)):
+    register(BatchKeyCorridor, f"batchenv/MiniGrid-KeyCorridorS{_s}R{_r}-v0",
+             gymnasium_id=f"MiniGrid-KeyCorridorS{_s}R{_r}-v0",
+             kwargs={"room_size": _s, "num_rows": _r}, max_episode_steps=30 * _s * _s)
+for _name, _size, _n, _random in (("5x5", 5, 2, False), ("Random-5x5", 5, 2, True),
+                                  ("6x6", 6, 3, False), ("Random-6x6", 6, 3, True),
+                                  ("8x8", 8, 4, False), ("16x16", 16, 8, False)):
+    register(BatchDynamicObstacles, f"batchenv/MiniGrid-Dynamic-Obstacles-{_name}-v0",
+             gymnasium_id=f"MiniGrid-Dynamic-Obstacles-{_name}-v0",
+             kwargs={"size": _size, "n_obstacles": _n, "random_start": _random},
+             max_episode_steps=4 * _size * _size)
+del _name, _kw, _s, _r, _size, _n, _random
 
 __all__ = [
     "AcrobotParams",
@@ -94,12 +116,15 @@ __all__ = [
     "BatchCartPole",
     "BatchCrossing",
     "BatchDoorKey",
+    "BatchDynamicObstacles",
     "BatchEmpty",
     "BatchFourRooms",
+    "BatchKeyCorridor",
     "BatchLavaGap",
     "BatchFreeway",
     "BatchMountainCar",
     "BatchMountainCarContinuous",
+    "BatchMultiRoom",
     "BatchPendulum",
     "BatchPong",
     "BatchSeaquest",

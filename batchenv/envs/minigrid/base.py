@@ -1,14 +1,15 @@
 """``BatchMiniGrid``: the base class of the MiniGrid families (state schema, spaces, glue).
 
-A family subclass gives ``reset_env(p, s, i)`` (its ``_gen_grid``, a static method), its
-``mission`` and its default sizes; the rules (:func:`~batchenv.envs.minigrid.common.step_env`)
-and the views are shared. Until the per-env kernel base class lands, the kernels run as a
-plain Python loop over rows (correct, slow); they are written to compile with numba then.
+A family subclass gives its generator ``reset_env(p, s, i)`` (its ``_gen_grid``, a static
+method that starts with :func:`~batchenv.envs.minigrid.common.clear_grid`), its ``mission``
+and its default sizes; the rules (:func:`~batchenv.envs.minigrid.common.step_env`) and the
+views (:func:`~batchenv.envs.minigrid.common.observe_env`) are shared. These are per-env
+kernels (:mod:`batchenv.perenv`): numba compiles them into one loop over the batch
+(``kernels="python"`` runs them as a plain Python loop).
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,10 +17,6 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv
 from batchenv.envs.minigrid import common
-from batchenv.random import BatchRandom
-from batchenv.state import State
-
-Params = namedtuple("Params", ["width", "height", "max_steps", "see_through_walls"])
 
 OBSERVATIONS = ("image", "full")
 
@@ -27,10 +24,14 @@ OBSERVATIONS = ("image", "full")
 class BatchMiniGrid(BatchEnv):
     """Common part of every MiniGrid family; see the family classes for their pages."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
     single_action_space = spaces.Discrete(7)
-    #: the family's mission string (the same for every env of the families built so far)
+    #: the family's mission string (the same for every env of the family, unless the family
+    #: overrides :meth:`missions`)
     mission: str = ""
+    #: the instance attributes the kernels read as ``p.<name>`` (a family adds its own)
+    kernel_params: ClassVar[tuple[str, ...]] = (
+        "width", "height", "max_steps", "see_through_walls", "full_view")
 
     def __init__(self, num_envs: int | None = None, *, width: int, height: int,
                  max_steps: int, see_through_walls: bool = False, observation: str = "image",
@@ -41,7 +42,9 @@ class BatchMiniGrid(BatchEnv):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         self.width, self.height, self.max_steps = int(width), int(height), int(max_steps)
+        self.see_through_walls = bool(see_through_walls)
         self.observation = observation
+        self.full_view = observation == "full"
         w, h = self.width, self.height
         self.state_dtype = np.dtype([  # type: ignore[misc]  # sized by the instance's grid
             ("grid", np.int8, (w, h, 3)),      # (type, colour, state) per cell, [x, y]
@@ -52,40 +55,31 @@ class BatchMiniGrid(BatchEnv):
             ("step_count", np.int64),          # minigrid's step_count (the reward's clock)
             ("target_x", np.int64), ("target_y", np.int64),  # the family's target cell
             ("target_color", np.int64),        # the target's colour (missions that name it)
+            *self.family_fields(),
         ])
         shape = (common.VIEW, common.VIEW, 3) if observation == "image" else (w, h, 3)
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
         kwargs.setdefault("max_episode_steps", self.max_steps)  # minigrid's truncation
         super().__init__(num_envs, **kwargs)
-        self.kernel_params: Any = Params(self.width, self.height, self.max_steps,
-                                    bool(see_through_walls))
+
+    def family_fields(self) -> list[tuple[Any, ...]]:
+        """The family's own state fields (``(name, dtype[, shape])``), after the common ones:
+        what its generator or rules keep per env."""
+        return []
 
     # the family's generator: a static method reset_env(p, s, i)
     reset_env: ClassVar[Any]
     #: the family's rules (minigrid's ``step`` unless the family overrides it)
     step_env = staticmethod(common.step_env)
+    #: the view chosen by ``observation`` (``p.full_view``)
+    observe_env = staticmethod(common.observe_env)
 
-    def reset_envs(self, s: State, rng: BatchRandom) -> None:
-        p, gen = self.kernel_params, self.reset_env
-        for i in range(len(s.elapsed_steps)):
-            common.clear_grid(s, i)
-            gen(p, s, i)
+    def render_envs(self, s: Any) -> list[np.ndarray]:
+        """``rgb_array``: each env's whole grid with ``minigrid``'s tiles (32 pixels a cell,
+        the cells the agent sees highlighted), as ``minigrid``'s ``render()``."""
+        from batchenv.envs.minigrid import render
 
-    def step_envs(self, s: State, action: np.ndarray, rng: BatchRandom
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        p, rule = self.kernel_params, self.step_env
-        n = len(action)
-        reward = np.zeros(n, np.float64)
-        terminated = np.zeros(n, np.bool_)
-        for i in range(n):
-            reward[i], terminated[i] = rule(p, s, i, int(action[i]))
-        return reward, terminated
-
-    def observe(self, s: State, out: np.ndarray) -> None:
-        p = self.kernel_params
-        view = common.observe_partial if self.observation == "image" else common.observe_full
-        for i in range(len(out)):
-            view(p, s, i, out[i])
+        return [render.frame(self, s, i) for i in range(len(s))]
 
     def missions(self) -> tuple[str, ...]:
         """Each env's mission string."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from batchenv import perenv
+
 # minigrid/core/constants.py
 UNSEEN, EMPTY, WALL, FLOOR, DOOR, KEY, BALL, BOX, GOAL, LAVA, AGENT = range(11)
 RED, GREEN, BLUE, PURPLE, YELLOW, GREY = range(6)
@@ -27,48 +29,45 @@ OPEN, CLOSED, LOCKED = 0, 1, 2
 #: minigrid's DIR_TO_VEC: 0 right (+x), 1 down (+y), 2 left, 3 up
 DIR_DX = np.array([1, 0, -1, 0], dtype=np.int64)
 DIR_DY = np.array([0, 1, 0, -1], dtype=np.int64)
+#: minigrid's ``COLOR_NAMES`` (sorted by name: blue, green, grey, purple, red, yellow) as
+#: colour indices: what ``_rand_color`` and ``_rand_elem(COLOR_NAMES)`` pick from
+SORTED_COLORS = np.array([BLUE, GREEN, GREY, PURPLE, RED, YELLOW], dtype=np.int64)
 # Actions (minigrid's Actions enum)
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE, DONE = range(7)
 VIEW = 7  # agent_view_size, minigrid's default
 
-_GOLDEN = 0x9E3779B97F4A7C15
-_M64 = (1 << 64) - 1
-
-
 # --------------------------------------------------------------------------- random draws
-# Row i's stream, word for word as BatchRandom draws it. A stand-in for perenv.bits /
-# perenv.integers until that module lands (then these become aliases).
-def bits(s, i):  # type: ignore[no-untyped-def]
-    x = (int(s.rng_counter[i]) * _GOLDEN + int(s.rng_key[i])) & _M64
-    s.rng_counter[i] += 1
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & _M64
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & _M64
-    x ^= x >> 31
-    return x
+# Row i's stream, word for word as BatchRandom draws it (batchenv.perenv): ``integers(s, i,
+# low, high)`` is minigrid's ``_rand_int(low, high)``, uniform in [low, high).
+bits = perenv.bits
+integers = perenv.integers
 
 
-def integers(s, i, low, high):  # type: ignore[no-untyped-def]
-    """An integer uniform in [low, high) (minigrid's ``_rand_int(low, high)``)."""
-    return bits(s, i) % int(high - low) + int(low)
+@perenv.rule
+def rand_color(s, i):  # type: ignore[no-untyped-def]
+    """minigrid's ``_rand_color()``: one of ``COLOR_NAMES``, as a colour index."""
+    return SORTED_COLORS[integers(s, i, 0, 6)]
 
 
 # --------------------------------------------------------------------------- objects
+@perenv.rule
 def can_overlap(t, st):  # type: ignore[no-untyped-def]
     """minigrid's ``WorldObj.can_overlap``: empty, floor, goal, lava and open doors."""
     return t == EMPTY or t == FLOOR or t == GOAL or t == LAVA or (t == DOOR and st == OPEN)
 
 
+@perenv.rule
 def can_pickup(t):  # type: ignore[no-untyped-def]
     return t == KEY or t == BALL or t == BOX
 
 
+@perenv.rule
 def see_behind(t, st):  # type: ignore[no-untyped-def]
     """Walls and closed or locked doors block the view."""
     return not (t == WALL or (t == DOOR and st != OPEN))
 
 
+@perenv.rule
 def clear_grid(s, i):  # type: ignore[no-untyped-def]
     s.grid[i, :, :, 0] = EMPTY
     s.grid[i, :, :, 1] = 0
@@ -78,12 +77,14 @@ def clear_grid(s, i):  # type: ignore[no-untyped-def]
     s.step_count[i] = 0
 
 
+@perenv.rule
 def put(s, i, x, y, t, c, st):  # type: ignore[no-untyped-def]
     s.grid[i, x, y, 0] = t
     s.grid[i, x, y, 1] = c
     s.grid[i, x, y, 2] = st
 
 
+@perenv.rule
 def wall_rect(s, i, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``Grid.wall_rect``: the outline of a rectangle in grey walls."""
     for x in range(x0, x0 + w):
@@ -94,20 +95,31 @@ def wall_rect(s, i, x0, y0, w, h):  # type: ignore[no-untyped-def]
         put(s, i, x0 + w - 1, y, WALL, GREY, 0)
 
 
+@perenv.rule
 def vert_wall(s, i, x, y0, length):  # type: ignore[no-untyped-def]
     for y in range(y0, y0 + length):
         put(s, i, x, y, WALL, GREY, 0)
 
 
+@perenv.rule
 def horz_wall(s, i, x0, y, length):  # type: ignore[no-untyped-def]
     for x in range(x0, x0 + length):
         put(s, i, x, y, WALL, GREY, 0)
 
 
-def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
-    """``MiniGridEnv.place_obj``'s search: draw x then y until an empty cell that is not the
-    agent's; returns the cell as ``x * 65536 + y`` (the caller writes the object)."""
+@perenv.rule
+def try_place_obj(s, i, width, height, x0, y0, w, h, max_tries):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.place_obj``'s search: draw x then y in the rectangle (its top clamped to
+    the grid) until an empty cell that is not the agent's; returns the cell as
+    ``x * 65536 + y`` (the caller writes the object), or -1 when ``max_tries + 1`` draws
+    failed (minigrid raises then; ``max_tries < 0``: no limit, minigrid's default)."""
+    x0 = max(x0, 0)
+    y0 = max(y0, 0)
+    tries = 0
     while True:
+        if max_tries >= 0 and tries > max_tries:
+            return -1
+        tries += 1
         x = integers(s, i, x0, min(x0 + w, width))
         y = integers(s, i, y0, min(y0 + h, height))
         if s.grid[i, x, y, 0] != EMPTY:
@@ -117,6 +129,13 @@ def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def
         return x * 65536 + y
 
 
+@perenv.rule
+def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
+    """``MiniGridEnv.place_obj`` without a limit of tries: the cell as ``x * 65536 + y``."""
+    return try_place_obj(s, i, width, height, x0, y0, w, h, -1)
+
+
+@perenv.rule
 def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``place_obj`` with ``roomgrid.reject_next_to``: not within Manhattan distance 1 of
     the agent."""
@@ -126,6 +145,7 @@ def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ign
             return xy
 
 
+@perenv.rule
 def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.place_agent``: an empty cell, then a direction in [0, 4)."""
     s.agent_x[i] = -1
@@ -137,6 +157,7 @@ def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-d
 
 
 # --------------------------------------------------------------------------- rules
+@perenv.rule
 def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.step`` for row ``i``: returns ``(reward, terminated)``."""
     s.step_count[i] += 1
@@ -196,6 +217,7 @@ def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     return reward, terminated
 
 
+@perenv.rule
 def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.gen_obs()["image"]``: the 7x7x3 egocentric view, indexed ``[x, y]``
     of the view (the agent at ``(3, 6)`` facing up), with ``see_through_walls=False``
@@ -265,6 +287,7 @@ def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
         obs[c, VIEW - 1, 2] = 0
 
 
+@perenv.rule
 def observe_full(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``FullyObsWrapper``'s image: the whole grid encoded, the agent's cell
     ``(AGENT, red, dir)``."""
@@ -276,3 +299,13 @@ def observe_full(p, s, i, obs):  # type: ignore[no-untyped-def]
     obs[s.agent_x[i], s.agent_y[i], 0] = AGENT
     obs[s.agent_x[i], s.agent_y[i], 1] = RED
     obs[s.agent_x[i], s.agent_y[i], 2] = s.agent_dir[i]
+
+
+@perenv.rule
+def observe_env(p, s, i, obs):  # type: ignore[no-untyped-def]
+    """The observation the env was made with: ``ImgObsWrapper``'s image (``p.full_view``
+    False) or ``FullyObsWrapper``'s."""
+    if p.full_view:
+        observe_full(p, s, i, obs)
+    else:
+        observe_partial(p, s, i, obs)

@@ -35,24 +35,27 @@ Terminated on the goal or in lava; truncated after ``max_steps = 4 * size * size
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
+from batchenv import perenv
 from batchenv.envs.minigrid import common
-from batchenv.envs.minigrid.base import BatchMiniGrid, Params
+from batchenv.envs.minigrid.base import BatchMiniGrid
 
-CrossingParams = namedtuple("CrossingParams", ["width", "height", "max_steps",
-                                               "see_through_walls", "num_crossings", "lava"])
-assert CrossingParams._fields[:len(Params._fields)] == Params._fields
+#: the most candidate rivers a size may have: the chosen ones are bits of one int64
+MAX_CANDIDATES = 62
 
 
 class BatchCrossing(BatchMiniGrid):
+    kernel_params = (*BatchMiniGrid.kernel_params, "num_crossings", "lava")
+
     def __init__(self, num_envs: int | None = None, *, size: int = 9, num_crossings: int = 1,
                  obstacle: str = "lava", **kwargs: Any) -> None:
-        if not isinstance(size, int) or size < 5 or size % 2 == 0:
-            raise ValueError(f"size must be an odd int >= 5, got {size!r}")
+        if not isinstance(size, int) or size < 5 or size % 2 == 0 \
+                or 2 * len(range(2, size - 2, 2)) > MAX_CANDIDATES:
+            raise ValueError(f"size must be an odd int in [5, {2 * (MAX_CANDIDATES // 2) + 3}], "
+                             f"got {size!r}")
         if obstacle not in ("lava", "wall"):
             raise ValueError(f"obstacle must be 'lava' or 'wall', got {obstacle!r}")
         candidates = 2 * len(range(2, size - 2, 2))
@@ -60,69 +63,86 @@ class BatchCrossing(BatchMiniGrid):
             raise ValueError(f"num_crossings must be an int in [1, {candidates}] for size "
                              f"{size}, got {num_crossings!r}")
         self.size, self.num_crossings, self.obstacle = size, num_crossings, obstacle
-        self.mission = ("avoid the lava and get to the green goal square" if obstacle == "lava"
+        self.candidates = candidates
+        self.lava = obstacle == "lava"
+        self.mission = ("avoid the lava and get to the green goal square" if self.lava
                         else "find the opening and get to the green goal square")
         super().__init__(num_envs, width=size, height=size, max_steps=4 * size * size,
                          **kwargs)
-        base = self.kernel_params
-        self.kernel_params = CrossingParams(base.width, base.height, base.max_steps,
-                                            base.see_through_walls, num_crossings,
-                                            obstacle == "lava")
+
+    def family_fields(self) -> list[tuple[Any, ...]]:
+        # the generator's work array: the candidate rivers, partly shuffled
+        return [("rivers", np.int64, (self.candidates,))]
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         w, h = p.width, p.height
         common.wall_rect(s, i, 0, 0, w, h)
         s.agent_x[i] = 1
         s.agent_y[i] = 1
         s.agent_dir[i] = 0
         common.put(s, i, w - 2, h - 2, common.GOAL, common.GREEN, 0)
-        k = len(range(2, h - 2, 2))
+        k = (h - 3) // 2  # len(range(2, h - 2, 2))
         # candidates 0..k-1: vertical rivers at x = 2 + 2c; k..2k-1: horizontal at y
-        cand = np.arange(2 * k)
-        for a in range(p.num_crossings):  # the first num_crossings of a shuffle
+        n = p.num_crossings
+        for a in range(2 * k):
+            s.rivers[i, a] = a
+        for a in range(n):  # the first num_crossings of a shuffle
             b = common.integers(s, i, a, 2 * k)
-            cand[a], cand[b] = cand[b], cand[a]
-        chosen = np.sort(cand[:p.num_crossings])
+            c = s.rivers[i, a]
+            s.rivers[i, a] = s.rivers[i, b]
+            s.rivers[i, b] = c
+        chosen = 0  # bit c: candidate c is a river
+        for a in range(n):
+            chosen |= 1 << s.rivers[i, a]
         n_v = 0
-        for c in chosen:
-            if c < k:
-                n_v += 1
-        limits_v = np.empty(n_v + 2, np.int64)  # [0, sorted vertical rivers..., h - 1]
-        limits_h = np.empty(p.num_crossings - n_v + 2, np.int64)
-        limits_v[0] = 0
-        limits_h[0] = 0
-        limits_v[n_v + 1] = h - 1
-        limits_h[p.num_crossings - n_v + 1] = w - 1
-        for a in range(p.num_crossings):
-            c = chosen[a]
-            if c < k:
-                limits_v[a + 1] = 2 + 2 * c
-            else:
-                limits_h[a - n_v + 1] = 2 + 2 * (c - k)
+        for c in range(k):
+            n_v += (chosen >> c) & 1
         t = common.LAVA if p.lava else common.WALL
         col = common.RED if p.lava else common.GREY
-        for a in range(1, p.num_crossings - n_v + 1):
+        for a in range(1, n - n_v + 1):
+            y = river_limit(chosen, k, k, a, w - 1)
             for x in range(1, w - 1):
-                common.put(s, i, x, limits_h[a], t, col, 0)
+                common.put(s, i, x, y, t, col, 0)
         for a in range(1, n_v + 1):
+            x = river_limit(chosen, 0, k, a, h - 1)
             for y in range(1, h - 1):
-                common.put(s, i, limits_v[a], y, t, col, 0)
-        # the order in which the path crosses: n_v horizontal moves, the rest vertical
-        path = np.zeros(p.num_crossings, np.int64)
-        path[:n_v] = 1  # 1: cross a vertical river (minigrid's h step)
-        for a in range(p.num_crossings - 1, 0, -1):
+                common.put(s, i, x, y, t, col, 0)
+        # the order in which the path crosses: n_v moves across vertical rivers (bit 1,
+        # minigrid's h step), the rest across horizontal ones, shuffled (Fisher-Yates)
+        path = (1 << n_v) - 1
+        for a in range(n - 1, 0, -1):
             b = common.integers(s, i, 0, a + 1)
-            path[a], path[b] = path[b], path[a]
+            if ((path >> a) & 1) != ((path >> b) & 1):
+                path ^= (1 << a) | (1 << b)
         room_i = 0
         room_j = 0
-        for a in range(p.num_crossings):
-            if path[a] == 1:
-                x = limits_v[room_i + 1]
-                y = common.integers(s, i, limits_h[room_j] + 1, limits_h[room_j + 1])
+        for a in range(n):
+            if (path >> a) & 1:
+                x = river_limit(chosen, 0, k, room_i + 1, h - 1)
+                y = common.integers(s, i, river_limit(chosen, k, k, room_j, w - 1) + 1,
+                                    river_limit(chosen, k, k, room_j + 1, w - 1))
                 room_i += 1
             else:
-                x = common.integers(s, i, limits_v[room_i] + 1, limits_v[room_i + 1])
-                y = limits_h[room_j + 1]
+                x = common.integers(s, i, river_limit(chosen, 0, k, room_i, h - 1) + 1,
+                                    river_limit(chosen, 0, k, room_i + 1, h - 1))
+                y = river_limit(chosen, k, k, room_j + 1, w - 1)
                 room_j += 1
             common.put(s, i, x, y, common.EMPTY, 0, 0)
+
+
+@perenv.rule
+def river_limit(chosen, first, k, m, last):  # type: ignore[no-untyped-def]
+    """The ``m``-th limit of one direction's rooms: 0, then the chosen rivers among
+    candidates ``[first, first + k)`` in order (candidate ``first + c`` at ``2 + 2c``),
+    then ``last`` (the far wall)."""
+    if m == 0:
+        return 0
+    seen = 0
+    for c in range(k):
+        if (chosen >> (first + c)) & 1:
+            seen += 1
+            if seen == m:
+                return 2 + 2 * c
+    return last

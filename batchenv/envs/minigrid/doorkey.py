@@ -49,6 +49,7 @@ class BatchDoorKey(BatchMiniGrid):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         w, h = p.width, p.height
         common.wall_rect(s, i, 0, 0, w, h)
         common.put(s, i, w - 2, h - 2, common.GOAL, common.GREEN, 0)

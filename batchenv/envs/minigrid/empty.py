@@ -41,29 +41,23 @@ from batchenv.envs.minigrid.base import BatchMiniGrid
 
 class BatchEmpty(BatchMiniGrid):
     mission = "get to the green goal square"
+    kernel_params = (*BatchMiniGrid.kernel_params, "random_start")
 
     def __init__(self, num_envs: int | None = None, *, size: int = 8,
                  random_start: bool = False, **kwargs: Any) -> None:
         self.size = size
         self.random_start = bool(random_start)
         super().__init__(num_envs, width=size, height=size, max_steps=4 * size * size,
-                         see_through_walls=True,                         **kwargs)
-        if self.random_start:
-            self.reset_env = reset_random  # type: ignore[method-assign]
+                         see_through_walls=True, **kwargs)
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
-        gen_room(p, s, i)
-        s.agent_x[i] = 1
-        s.agent_y[i] = 1
-        s.agent_dir[i] = 0
-
-
-def gen_room(p, s, i):  # type: ignore[no-untyped-def]
-    common.wall_rect(s, i, 0, 0, p.width, p.height)
-    common.put(s, i, p.width - 2, p.height - 2, common.GOAL, common.GREEN, 0)
-
-
-def reset_random(p, s, i):  # type: ignore[no-untyped-def]
-    gen_room(p, s, i)
-    common.place_agent(s, i, p.width, p.height, 0, 0, p.width, p.height)
+        common.clear_grid(s, i)
+        common.wall_rect(s, i, 0, 0, p.width, p.height)
+        common.put(s, i, p.width - 2, p.height - 2, common.GOAL, common.GREEN, 0)
+        if p.random_start:
+            common.place_agent(s, i, p.width, p.height, 0, 0, p.width, p.height)
+        else:
+            s.agent_x[i] = 1
+            s.agent_y[i] = 1
+            s.agent_dir[i] = 0

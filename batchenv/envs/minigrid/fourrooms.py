@@ -46,6 +46,7 @@ class BatchFourRooms(BatchMiniGrid):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         w, h = p.width, p.height
         common.horz_wall(s, i, 0, 0, w)
         common.horz_wall(s, i, 0, h - 1, w)

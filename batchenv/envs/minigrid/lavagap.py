@@ -49,6 +49,7 @@ class BatchLavaGap(BatchMiniGrid):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         w, h = p.width, p.height
         common.wall_rect(s, i, 0, 0, w, h)
         s.agent_x[i] = 1

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchenv import perenv
 from batchenv.envs.minigrid import common
 from batchenv.envs.minigrid.base import BatchMiniGrid
 
@@ -60,6 +61,7 @@ class BatchUnlock(BatchMiniGrid):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         door_y = rooms(s, i)
         locked_door_key_agent(p, s, i, door_y, False)
 
@@ -85,8 +87,9 @@ class BatchUnlockPickup(BatchUnlock):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         door_y = rooms(s, i)
-        color = common.integers(s, i, 0, 6)  # add_object(1, 0, kind="box")
+        color = common.rand_color(s, i)  # add_object(1, 0, kind="box")
         xy = common.place_obj_not_next_to_agent(s, i, p.width, p.height, ROOM - 1, 0,
                                                 ROOM, ROOM)
         common.put(s, i, xy // 65536, xy % 65536, common.BOX, color, 0)
@@ -107,8 +110,9 @@ class BatchBlockedUnlockPickup(BatchUnlockPickup):
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]
+        common.clear_grid(s, i)
         door_y = rooms(s, i)
-        color = common.integers(s, i, 0, 6)
+        color = common.rand_color(s, i)
         xy = common.place_obj_not_next_to_agent(s, i, p.width, p.height, ROOM - 1, 0,
                                                 ROOM, ROOM)
         common.put(s, i, xy // 65536, xy % 65536, common.BOX, color, 0)
@@ -116,6 +120,7 @@ class BatchBlockedUnlockPickup(BatchUnlockPickup):
         locked_door_key_agent(p, s, i, door_y, True)
 
 
+@perenv.rule
 def rooms(s, i):  # type: ignore[no-untyped-def]
     """RoomGrid._gen_grid for 1x2 rooms: walls, the door row, the agent parked at the
     centre; returns the door's row."""
@@ -128,16 +133,17 @@ def rooms(s, i):  # type: ignore[no-untyped-def]
     return door_y
 
 
+@perenv.rule
 def locked_door_key_agent(p, s, i, door_y, blocked):  # type: ignore[no-untyped-def]
     """add_door(0, 0, 0, locked=True), (``blocked``: a ball of a random colour in front of
     the door,) add_object(0, 0, "key", door colour), place_agent(0, 0)."""
     w, h = p.width, p.height
-    color = common.integers(s, i, 0, 6)
+    color = common.rand_color(s, i)
     common.put(s, i, ROOM - 1, door_y, common.DOOR, color, common.LOCKED)
     s.target_x[i] = ROOM - 1
     s.target_y[i] = door_y
     if blocked:
-        common.put(s, i, ROOM - 2, door_y, common.BALL, common.integers(s, i, 0, 6), 0)
+        common.put(s, i, ROOM - 2, door_y, common.BALL, common.rand_color(s, i), 0)
     xy = common.place_obj_not_next_to_agent(s, i, w, h, 0, 0, ROOM, ROOM)
     common.put(s, i, xy // 65536, xy % 65536, common.KEY, color, 0)
     while True:  # RoomGrid.place_agent: until it faces an empty cell or a wall
