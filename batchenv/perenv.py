@@ -11,7 +11,11 @@ kernels). An env class that defines the three static functions
 gets them compiled by numba into one loop over the batch, the CPU twin of CUDA's SIMT model
 (one program, one lane per env). ``s`` is a namedtuple of the state's field arrays over the
 batch (the base columns too), ``p`` a namedtuple of the instance attributes the class names
-in ``kernel_params`` (read again at every ``reset``). Random draws come from row ``i``'s own
+in ``kernel_params`` (read again at every ``reset``); a class may add views of the state
+(``kernel_views``: names, and its static ``state_views(s)`` giving the arrays, e.g. slot
+columns as one ``(fields, slots, n)`` block) that the kernels read as ``s.<name>``, and hide
+the fields the views cover (``kernel_hidden_fields``: numba compiles a namedtuple of hundreds
+of arrays for minutes). Random draws come from row ``i``'s own
 stream, word for word the words :class:`~batchenv.random.BatchRandom` gives that row
 (:func:`bits`, :func:`random`, :func:`integers`, :func:`uniform`, :func:`bernoulli`,
 :func:`normal`), so both forms share one random scheme. Helpers the kernels call are
@@ -375,8 +379,20 @@ class Runner:
         # step_fused's compiled entry point for the current arguments' types (see _fused)
         self._entry: tuple[Any, ...] = ()
         self._compiled: set[str] = set()  # loops called (so compiled) already
-        names = env.full_state_dtype.names or ()
-        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields", names)
+        hidden = set(getattr(cls, "kernel_hidden_fields", ()))
+        self.hidden = hidden
+        names = tuple(n for n in env.full_state_dtype.names or () if n not in hidden)
+        self.view_names = tuple(getattr(cls, "kernel_views", ()))
+        self.state_views: Any = getattr(cls, "state_views", None)
+        if self.view_names and not callable(self.state_views):
+            raise TypeError(f"{cls.__name__} names kernel_views {list(self.view_names)} but "
+                            f"has no static state_views(s) giving them")
+        clash = sorted(set(names) & set(self.view_names))
+        if clash:
+            raise TypeError(f"{cls.__name__}.kernel_views {clash} are also state fields: "
+                            f"a view needs a name of its own")
+        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields",
+                                            (*names, *self.view_names))
         params = tuple(getattr(cls, "kernel_params", ()))
         self.param_names = params
         self.param_tuple: Any = _tuple_type(f"{cls.__name__}Params", params) if params \
@@ -396,12 +412,16 @@ class Runner:
         return self.param_tuple(*values) if self.param_names else ()
 
     def fields(self, s: State) -> Any:
-        """``s``'s field arrays as the namedtuple the kernels see (made once per State)."""
+        """``s``'s field arrays, then the class's ``kernel_views`` of them
+        (``state_views(s)``), as the namedtuple the kernels see (made once per State)."""
         held = self._fields_of.get(id(s))
         if held is None or held[0] is not s:
             if len(self._fields_of) > 8:
                 self._fields_of.clear()
-            held = self._fields_of[id(s)] = (s, self.state_tuple(*(a for _, a in s)))
+            views: Any = self.state_views(s) if self.view_names else {}
+            held = self._fields_of[id(s)] = (s, self.state_tuple(
+                *(a for name, a in s if name not in self.hidden),
+                *(views[name] for name in self.view_names)))
         return held[1]
 
     def _run(self, name: str, n: int, *args: Any) -> None:

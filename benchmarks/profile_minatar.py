@@ -1,14 +1,12 @@
-"""Where a MinAtar step's time goes with the numba layer: each game at 4096 envs stepped
-1000 times under ``cProfile``, its CPU time split into the compiled step loops, the
-observation loop, resets (``reset_rows``) and the rest (the base class, the Python
-wrappers), in ns per env-step. ``cProfile`` inflates the many small calls of "the rest";
-the loops are single calls and come out close to their unprofiled cost.
+"""Where a MinAtar step's time goes under ``cProfile``: each game at 4096 envs stepped
+1000 times, its CPU time split into resets (``reset_rows``) and the rest, in ns per
+env-step. ``cProfile`` inflates the many small calls of "the rest".
 
     PYTHONPATH=. python benchmarks/profile_minatar.py
 
-The split names the private numba layer's loops (``_numba/``: Seaquest's); the games on
-per-env kernels step in one fused loop (``batchenv.perenv``), which this split counts in
-"the rest": for them, time the forms with ``bench_minatar.py`` instead.
+The step and observation loops of the private numba layer this script once split out are
+gone (every game steps in one fused per-env loop, ``batchenv.perenv``, counted in "the
+rest"): to compare the forms, time them with ``bench_minatar.py``.
 """
 
 from __future__ import annotations
@@ -39,13 +37,9 @@ def split(name: str, n: int = 4096, steps: int = 1000) -> dict[str, float]:
         env.step(actions[t % 16])
     total = time.process_time() - t0
     profile.disable()
-    parts = {"step loops": 0.0, "observation loop": 0.0, "resets": 0.0}
-    for (path, _, func), (_, _, own, cumulative, _) in pstats.Stats(profile).stats.items():
-        if "_numba" in path and func.startswith("_observe"):
-            parts["observation loop"] += own
-        elif "_numba" in path and func.startswith("_") and not func.startswith("_reset"):
-            parts["step loops"] += own
-        elif func == "reset_rows":
+    parts = {"resets": 0.0}
+    for (_, _, func), (_, _, _, cumulative, _) in pstats.Stats(profile).stats.items():
+        if func == "reset_rows":
             parts["resets"] += cumulative
     parts["the rest"] = total - sum(parts.values())
     return {k: v / steps / n * 1e9 for k, v in parts.items()}

@@ -290,3 +290,73 @@ def test_words_views_an_array_as_uint64_words(kernels):
     expected = np.zeros_like(out)
     expected[1, 1, 0] = expected[1, 1, 7] = True
     np.testing.assert_array_equal(out, expected)
+
+
+class ViewCatch(CatchRules):
+    """PerEnvCatch with the ball's two columns seen by the kernels as one ``(2, n)`` view
+    (``kernel_views``), the columns themselves hidden."""
+
+    kernel_views = ("ball",)
+    kernel_hidden_fields = ("ball_x", "ball_y")
+
+    @staticmethod
+    def state_views(s):
+        from batchenv.state import fields_view
+
+        return {"ball": fields_view(s, ("ball_x", "ball_y"))}
+
+    @staticmethod
+    def reset_env(p, s, i):
+        s.ball[0, i] = perenv.integers(s, i, 0, W)
+        s.ball[1, i] = 0
+        s.paddle[i] = W // 2
+        s.drift[i] = 0.0
+
+    @staticmethod
+    def step_env(p, s, i, action):
+        s.drift[i] += perenv.uniform(s, i, -1.0, 1.0)
+        s.paddle[i] = clamp(s.paddle[i] + action - 1, 0, W - 1)
+        s.ball[1, i] += 1
+        if s.ball[1, i] < H - 1:
+            return 0.0, False
+        if s.ball[0, i] == s.paddle[i]:
+            return 1.0, True
+        return p.miss_reward, True
+
+    @staticmethod
+    def observe_env(p, s, i, obs):
+        obs[:] = 0.0
+        obs[s.ball[1, i], s.ball[0, i]] = 1.0
+        obs[H - 1, s.paddle[i]] = 1.0
+
+
+@pytest.mark.parametrize("kernels", ["numba", "python"])
+def test_kernel_views_write_through_to_the_state(kernels):
+    if kernels == "numba":
+        pytest.importorskip("numba")
+    a, b = PerEnvCatch(16, kernels=kernels), ViewCatch(16, kernels=kernels)
+    seen = b._per_env.state_tuple._fields
+    assert "ball" in seen and "ball_x" not in seen and "ball_y" not in seen
+    oa, _ = a.reset(seed=3)
+    ob, _ = b.reset(seed=3)
+    np.testing.assert_array_equal(oa, ob)
+    rng = np.random.default_rng(3)
+    for t in range(30):
+        act = rng.integers(0, 3, 16)
+        for x, y in zip(a.step(act)[:4], b.step(act)[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        for name in ("ball_x", "ball_y", "paddle", "drift", "rng_counter"):
+            np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name))
+
+
+def test_kernel_views_need_state_views_and_names_of_their_own():
+    class NoViews(ViewCatch):
+        state_views = None
+
+    class Clash(ViewCatch):
+        kernel_views = ("paddle",)
+
+    with pytest.raises(TypeError, match="no static state_views"):
+        NoViews(4, kernels="python")
+    with pytest.raises(TypeError, match=r"kernel_views \['paddle'\] are also state fields"):
+        Clash(4, kernels="python")

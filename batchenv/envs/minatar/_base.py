@@ -24,10 +24,8 @@ on its own history only, never on other rows.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping, Sequence
-from types import MethodType
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -51,9 +49,6 @@ GRID = 10  # the 10 x 10 board of every game
 #: State columns every MinAtar game appends to its schema.
 STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
 #                                             Environment.last_action); 0 before any step
-
-_NUMBA_KERNELS = ("step_envs", "observe", "reset_rows")  # what a game's numba module may have
-
 
 # ---------------------------------------------------------------- random words
 def word_threshold(p: float) -> np.ndarray | None:
@@ -197,9 +192,6 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
             else the numpy kernels). The first env of a game in a process compiles its
             loops (seconds). ``env.kernels`` tells which one runs; ``num_threads=`` (a
             :class:`~batchenv.BatchEnv` option) runs the compiled loop on threads.
-            (Seaquest, not yet converted, runs its private numba layer
-            :mod:`batchenv.envs.minatar._numba` instead: ``"auto"``, ``"numpy"``,
-            ``"numba"``.)
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 
@@ -218,8 +210,6 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     event_words: ClassVar[str] = ""
     #: One character per channel for ``ansi`` frames (a cell shows its highest channel).
     ansi_chars: ClassVar[str] = "123456789"
-    #: The game's numba module (:mod:`batchenv.envs.minatar._numba`), None if it has none.
-    numba_module: ClassVar[str | None] = None
     #: What the per-env kernels read as ``p.<name>`` (:mod:`batchenv.perenv`); a game adds
     #: its own.
     kernel_params: ClassVar[tuple[str, ...]] = ("action_set", "sticky_action_prob",
@@ -228,14 +218,6 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     def __init__(self, num_envs: int | None = None, *, difficulty_ramping: bool = True,
                  sticky_action_prob: float = 0.1, minimal_action_set: bool = False,
                  render_scale: int = 8, kernels: str = "auto", **kwargs: Any) -> None:
-        legacy = self.numba_module is not None and not perenv.has_per_env_kernels(type(self))
-        if legacy:  # (a game still on the private numba layer: until it moves to per-env)
-            if kernels not in ("auto", "numpy", "numba"):
-                raise ValueError(f"kernels must be one of ('auto', 'numpy', 'numba'), got "
-                                 f"{kernels!r}")
-            if kernels == "auto":
-                kernels = "numba" if perenv.numba_available() else "numpy"
-            self.kernels = kernels
         if not isinstance(sticky_action_prob, (int, float, np.floating)) or isinstance(
                 sticky_action_prob, bool) or not 0.0 <= sticky_action_prob <= 1.0:
             raise ValueError(f"sticky_action_prob must be a number in [0, 1], got "
@@ -251,37 +233,12 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         n_channels = len(self.channels)
         self.single_action_space = spaces.Discrete(len(self.action_set))
         self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
-        if legacy and self.kernels == "numba":  # before debug=True wraps the kernels
-            self._bind_numba()
-        if not legacy:  # the base class binds the per-env kernels (kernels="numba"/"python")
-            kwargs["kernels"] = kernels
+        kwargs["kernels"] = kernels  # the base class binds the per-env kernels
         super().__init__(num_envs, **kwargs)
         self._grids: dict[int, Grid] = {}
         self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
         self._terminated_out = np.zeros(self.num_envs, dtype=np.bool_)
         self.palette = minatar_palette(n_channels)
-
-    def _bind_numba(self) -> None:
-        """Step and observe with the game's numba loops: its module's ``step_envs``,
-        ``observe`` and (if it has one) ``reset_rows`` become this env's (instance
-        attributes over the numpy kernels)."""
-        assert self.numba_module is not None
-        module = importlib.import_module(self.numba_module)
-        for name in _NUMBA_KERNELS:
-            if hasattr(module, name):
-                setattr(self, name, MethodType(getattr(module, name), self))
-
-    def __getstate__(self) -> dict[str, Any]:
-        d = super().__getstate__()
-        if not perenv.has_per_env_kernels(type(self)):
-            for name in _NUMBA_KERNELS:  # bound to this instance: again by __setstate__
-                d.pop(name, None)
-        return d
-
-    def __setstate__(self, d: dict[str, Any]) -> None:
-        if d.get("kernels") == "numba" and not perenv.has_per_env_kernels(type(self)):
-            self._bind_numba()
-        super().__setstate__(d)
 
     # ------------------------------------------------------------ for the kernels
     @property

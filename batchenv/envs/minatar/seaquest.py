@@ -3,16 +3,21 @@ batched."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from batchenv import perenv
 from batchenv.entities import Grid, slot_columns, slot_names, slot_view
 from batchenv.envs.minatar._base import (
     FIRE,
     GRID,
     MinAtarEnv,
     MinAtarState,
+    clear_board,
     rand_below,
     randint,
+    sticky_action_env,
 )
 from batchenv.envs.minatar._rows import BIT as _BIT  # row masks: bit x is column x
 from batchenv.envs.minatar._rows import set_bits
@@ -182,8 +187,10 @@ class BatchSeaquest(MinAtarEnv):
     minimal_action_set=False, render_scale=8, **BatchEnv options)``. With
     ``difficulty_ramping=False`` the spawn and move speeds never change.
     ``render_mode``: ``"rgb_array"`` (MinAtar's cubehelix palette) or ``"ansi"``.
-    ``kernels="auto"`` (default): the numba layer when numba is installed, else the numpy
-    kernels; ``"numpy"`` or ``"numba"`` to choose (identical results: docs/minatar.md).
+    ``kernels="auto"`` (default): the per-env kernels compiled when numba is installed,
+    else the numpy kernels; ``"numpy"``, ``"numba"`` or ``"python"`` (the per-env kernels
+    as a Python loop) to choose, and ``num_threads=`` for the compiled loop (identical
+    results: docs/minatar.md).
 
     ## Random Words
 
@@ -230,8 +237,21 @@ class BatchSeaquest(MinAtarEnv):
     reset_words = 0
     ansi_chars = "Ss-.*FE=+d"
     state_type = SeaquestState
-    numba_module = "batchenv.envs.minatar._numba.seaquest"
     state_dtype = np.dtype(SeaquestState.schema().descr + ENTITY_COLUMNS)
+    #: The slot blocks the per-env kernels read as ``s.<name>`` (:meth:`state_views`)
+    kernel_views = ("fb", "dv", "fb_alive", "dv_alive", "en", "en_sub", "en_alive",
+                    "en_stamp", "eb_left", "eb_right")
+    #: The slot columns, which the kernels read through the views only
+    kernel_hidden_fields = tuple(name for name, _ in ENTITY_COLUMNS)
+
+    @staticmethod
+    def state_views(s: State) -> dict[str, np.ndarray]:
+        """:data:`kernel_views`: the :class:`Slots` views of ``s``, slot-major: ``fb``
+        ``(3, 2, n)`` (``_FB_FIELDS``), ``dv`` ``(4, 2, n)``, ``en`` ``(5, ENEMY_SLOTS,
+        n)``, ``fb_alive``/``dv_alive`` ``(2, n)``, ``en_sub``/``en_alive``/``en_stamp``
+        ``(ENEMY_SLOTS, n)``, ``eb_left``/``eb_right`` ``(10, n)``."""
+        e = BatchSeaquest.slots(s)
+        return {name: getattr(e, name) for name in BatchSeaquest.kernel_views}
 
     @staticmethod
     def slots(s: State) -> Slots:
@@ -242,6 +262,21 @@ class BatchSeaquest(MinAtarEnv):
             views = Slots(s)
             s._seaquest_slots = views
         return views
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          dict[str, Any]]:
+        """As :meth:`BatchEnv.step`; a spawn that finds every enemy slot taken (beyond the
+        bound of :data:`ENEMY_SLOTS`: only a set state gets there) is a RuntimeError naming
+        the envs (the compiled per-env kernels raise it without them)."""
+        try:
+            return super().step(actions)
+        except RuntimeError as error:
+            if str(error) != _CROWDED:
+                raise
+            alive = self.slots(self.state).en_alive
+            envs = alive.all(axis=0).nonzero()[0].tolist()
+            raise RuntimeError(f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in envs "
+                               f"{envs} (ENEMY_SLOTS is too small)") from None
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """``set_state``'s check of the slots' invariant: an env's enemy slots from
@@ -313,6 +348,68 @@ class BatchSeaquest(MinAtarEnv):
             x -= dx
             painted.append(trail[x.view(np.uint8) < GRID])
         out.reshape(-1)[np.concatenate(painted)] = True
+
+
+    # ------------------------------------------------------------ per-env kernels
+    # The same rules for one env, row i (batchenv.perenv: compiled by numba into one loop
+    # over the batch), decision for decision and draw for draw as the numpy kernels above.
+    # The entity slots are read through kernel_views: s.en[f, j, i] is field f (en_x,
+    # en_y, en_dx, en_timer, en_shot) of enemy slot j. An env's enemy slots from en_slots
+    # on are clear (the state's invariant) and a clear slot changes nothing, so the rules
+    # visit en_slots[i] slots. Values that the numpy kernels let drift in dead slots (a
+    # dead bullet's column, a dead diver's timer, int8 wrapping) drift here the same way:
+    # the tests compare the state whole.
+
+    @staticmethod
+    def reset_env(p: Any, s: Any, i: int) -> None:
+        start_game_env(s, i)
+
+    @staticmethod
+    def step_env(p: Any, s: Any, i: int, action: int) -> tuple[float, bool]:
+        a = sticky_action_env(p, s, i, action)
+        spawn_env(s, i)
+        resolve_action_env(s, i, a)
+        points = move_friendly_bullets_env(s, i)
+        move_divers_env(s, i)
+        before, moved, terminated = move_enemies_env(s, i)
+        if moved != 0:
+            points += capture_bullets_env(s, i, moved)
+        enemy_subs_fire_env(s, i, before)
+        terminated |= move_enemy_bullets_env(s, i)
+        count_down_timers_env(s, i)
+        bonus, drowned = breathe_env(p, s, i)
+        return float(points + bonus), terminated or drowned
+
+    @staticmethod
+    def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
+        clear_board(obs)
+        draw_gauges_env(s, i, obs)
+        x, y = s.sub_x[i], s.sub_y[i]
+        obs[y, x, SUB_FRONT] = True
+        back_x, back_y = x - s.sub_dx[i], y  # (off the side, the numpy kernel's flat index
+        if back_x < 0:  # lands in the row above or below: a state no game reaches)
+            back_x, back_y = back_x + GRID, back_y - 1
+        elif back_x >= GRID:
+            back_x, back_y = back_x - GRID, back_y + 1
+        if 0 <= back_y < GRID:
+            obs[back_y, back_x, SUB_BACK] = True
+        for b in range(2):
+            if s.fb_alive[b, i]:
+                obs[s.fb[1, b, i], s.fb[0, b, i], FRIENDLY_BULLET] = True
+            if s.dv_alive[b, i]:
+                draw_swimmer_env(obs, s.dv[0, b, i], s.dv[1, b, i], s.dv[2, b, i], DIVER)
+        for j in range(s.en_slots[i]):
+            if s.en_alive[j, i]:
+                draw_swimmer_env(obs, s.en[0, j, i], s.en[1, j, i], s.en[2, j, i],
+                                 ENEMY_FISH + s.en_sub[j, i])
+        for row in range(GRID):  # the enemy bullets (few)
+            bullets = np.int64(s.eb_left[row, i] | s.eb_right[row, i])
+            column = 0
+            while bullets:
+                if bullets & 1:
+                    obs[row, column, ENEMY_BULLET] = True
+                bullets >>= 1
+                column += 1
 
 
 def _alive(alive: np.ndarray, *fields: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -687,3 +784,350 @@ def breathe(s: SeaquestState, reward: np.ndarray, terminated: np.ndarray, rampin
     s.move_speed[idx] = move - ((move > FASTEST_MOVE) & (s.ramp_index[idx] % 2 == 1))
     s.e_spawn_speed[idx] = spawn - (spawn > FASTEST_SPAWN)
     s.ramp_index[idx] += 1
+
+
+# ---------------------------------------------------------------- per-env rules (row i)
+_U3, _U5 = np.uint64(3), np.uint64(5)
+_OXYGEN_PER_CELL = MAX_OXYGEN // GRID
+_LAST = GRID - 1  # the last row and column of the board
+_CROWDED = (f"BatchSeaquest: more than {ENEMY_SLOTS} enemies in an env (ENEMY_SLOTS is too "
+            f"small)")
+_ONE64 = np.int64(1)
+_ROW_MASK = np.uint16(_ROW_BITS)
+assert ENEMY_SLOTS <= 63  # a step's slot masks (before, moved) are int64
+
+
+@perenv.rule
+def start_game_env(s: Any, i: int) -> None:
+    """:func:`start_games` for row ``i`` (the enemy slots up to ``en_slots``: those
+    beyond are clear)."""
+    s.sub_x[i] = SUB_START_X
+    s.sub_y[i] = SUB_START_Y
+    s.sub_dx[i] = -1
+    s.surface[i] = True
+    s.shot_timer[i] = 0
+    s.e_spawn_speed[i] = INIT_SPAWN_SPEED
+    s.e_spawn_timer[i] = INIT_SPAWN_SPEED
+    s.d_spawn_timer[i] = DIVER_SPAWN_SPEED
+    s.move_speed[i] = INIT_MOVE_INTERVAL
+    s.ramp_index[i] = 0
+    s.oxygen[i] = MAX_OXYGEN
+    s.diver_count[i] = 0
+    s.spawn_count[i] = 0
+    for b in range(2):
+        for f in range(len(_FB_FIELDS)):
+            s.fb[f, b, i] = 0
+        for f in range(len(_DV_FIELDS)):
+            s.dv[f, b, i] = 0
+        s.fb_alive[b, i] = False
+        s.dv_alive[b, i] = False
+    for j in range(s.en_slots[i]):
+        for f in range(len(_EN_FIELDS)):
+            s.en[f, j, i] = 0
+        s.en_sub[j, i] = False
+        s.en_alive[j, i] = False
+        s.en_stamp[j, i] = 0
+    s.en_slots[i] = 0
+    for y in range(GRID):
+        s.eb_left[y, i] = 0
+        s.eb_right[y, i] = 0
+
+
+@perenv.rule
+def spawn_env(s: Any, i: int) -> None:
+    """:func:`spawn_enemies` and :func:`spawn_divers` for row ``i``: step words 1-5 are
+    drawn whether used or not (words 1-3 an enemy's, 4-5 a diver's), so the stream moves
+    past all five and a spawn reads its words where they stand."""
+    first = s.rng_counter[i]
+    if s.e_spawn_timer[i] == 0:
+        s.e_spawn_timer[i] = s.e_spawn_speed[i]
+        spawn_enemy_env(s, i)  # words 1-3
+    if s.d_spawn_timer[i] == 0:
+        s.d_spawn_timer[i] = DIVER_SPAWN_SPEED
+        s.rng_counter[i] = first + _U3
+        spawn_diver_env(s, i)  # words 4-5
+    s.rng_counter[i] = first + _U5
+
+
+@perenv.rule
+def spawn_enemy_env(s: Any, i: int) -> None:
+    """:func:`spawn_enemies` for row ``i`` (its timer restarted): from the left edge
+    heading right (``rand() < 1/2``) or the right edge heading left, a sub (``rand() <
+    1/3``) or a fish, in row ``randint(1, 9)``, in the first free slot; lost if an enemy
+    in that row heads the other way."""
+    right = perenv.random(s, i) < 1 / 2
+    sub = perenv.random(s, i) < 1 / 3
+    row = perenv.integers(s, i, SPAWN_ROWS[0], SPAWN_ROWS[1])
+    dx = 1 if right else -1
+    used = s.en_slots[i]
+    free = -1
+    for j in range(min(used + 1, ENEMY_SLOTS)):
+        if s.en_alive[j, i]:
+            if s.en[1, j, i] == row and s.en[2, j, i] != dx:
+                return  # blocked: the spawn is lost
+        elif free < 0:
+            free = j
+    if free < 0:
+        raise RuntimeError(_CROWDED)
+    s.en[0, free, i] = 0 if right else _LAST
+    s.en[1, free, i] = row
+    s.en[2, free, i] = dx
+    s.en[3, free, i] = s.move_speed[i]
+    s.en[4, free, i] = ENEMY_SHOT_INTERVAL
+    s.en_sub[free, i] = sub
+    s.en_alive[free, i] = True
+    s.en_stamp[free, i] = s.spawn_count[i]
+    s.spawn_count[i] += 1
+    s.en_slots[i] = max(used, free + 1)
+
+
+@perenv.rule
+def spawn_diver_env(s: Any, i: int) -> None:
+    """:func:`spawn_divers` for row ``i`` (its timer restarted): the newer diver (slot
+    1), from the left edge heading right (``rand() < 1/2``) or the right edge heading
+    left, in row ``randint(1, 9)``; the diver in slot 1, if any, becomes the older."""
+    right = perenv.random(s, i) < 1 / 2
+    row = perenv.integers(s, i, SPAWN_ROWS[0], SPAWN_ROWS[1])
+    if s.dv_alive[1, i]:  # _push
+        for f in range(len(_DV_FIELDS)):
+            s.dv[f, 0, i] = s.dv[f, 1, i]
+        s.dv_alive[0, i] = True
+    s.dv_alive[1, i] = True
+    s.dv[0, 1, i] = 0 if right else _LAST
+    s.dv[1, 1, i] = row
+    s.dv[2, 1, i] = 1 if right else -1
+    s.dv[3, 1, i] = DIVER_MOVE_INTERVAL
+
+
+@perenv.rule
+def resolve_action_env(s: Any, i: int, a: int) -> None:
+    """:func:`resolve_action` for row ``i``: fire (a newer bullet from the submarine's
+    cell, its way) if the gun has cooled down; move within columns 0-9 and rows 0-8;
+    turn."""
+    if a == FIRE and s.shot_timer[i] == 0:
+        s.shot_timer[i] = SHOT_COOL_DOWN
+        if s.fb_alive[1, i]:  # _push
+            for f in range(len(_FB_FIELDS)):
+                s.fb[f, 0, i] = s.fb[f, 1, i]
+            s.fb_alive[0, i] = True
+        s.fb_alive[1, i] = True
+        s.fb[0, 1, i] = s.sub_x[i]
+        s.fb[1, 1, i] = s.sub_y[i]
+        s.fb[2, 1, i] = s.sub_dx[i]
+    s.sub_x[i] = min(max(s.sub_x[i] + _MOVE[0, a], 0), _LAST)
+    s.sub_y[i] = min(max(s.sub_y[i] + _MOVE[1, a], 0), DEEPEST)
+    if _TURN[a] != 0:
+        s.sub_dx[i] = _TURN[a]
+
+
+@perenv.rule
+def enemy_key_env(s: Any, i: int, j: int) -> np.int64:
+    """The hit order of enemy slot ``j``: spawn order, every fish before every sub
+    (:func:`move_friendly_bullets`' key)."""
+    return np.int64(s.en_stamp[j, i]) + (_SUB_KEY if s.en_sub[j, i] else np.int64(0))
+
+
+@perenv.rule
+def move_friendly_bullets_env(s: Any, i: int) -> int:
+    """:func:`move_friendly_bullets` for row ``i``: each bullet moves (dead ones drift
+    too); off the board it is gone; then, the newer first, it destroys the first enemy
+    in its cell (the oldest fish, else the oldest sub). Returns the enemies destroyed."""
+    for b in range(2):
+        s.fb[0, b, i] += s.fb[2, b, i]
+        x = s.fb[0, b, i]
+        if x < 0 or x > _LAST:
+            s.fb_alive[b, i] = False
+    points = 0
+    for b in (1, 0):
+        if not s.fb_alive[b, i]:
+            continue
+        x, y = s.fb[0, b, i], s.fb[1, b, i]
+        victim, best = -1, np.int64(0)
+        for j in range(s.en_slots[i]):
+            if s.en_alive[j, i] and s.en[0, j, i] == x and s.en[1, j, i] == y:
+                key = enemy_key_env(s, i, j)
+                if victim < 0 or key < best:
+                    victim, best = j, key
+        if victim >= 0:
+            s.en_alive[victim, i] = False
+            s.fb_alive[b, i] = False
+            points += 1
+    return points
+
+
+@perenv.rule
+def move_divers_env(s: Any, i: int) -> None:
+    """:func:`move_divers` for row ``i``: each diver, the newer first, is picked up in
+    the submarine's cell (room on board), else moves when its timer runs out (off the
+    board it is gone; onto the submarine, with room, it is picked up), else counts
+    down."""
+    for slot in (1, 0):
+        alive = s.dv_alive[slot, i]
+        x = s.dv[0, slot, i]
+        timer = s.dv[3, slot, i]
+        on_sub = s.dv[1, slot, i] == s.sub_y[i] and s.diver_count[i] < MAX_DIVERS
+        picked = alive and on_sub and x == s.sub_x[i]
+        s.dv[3, slot, i] = timer - 1  # (dead divers' timers drift, as in the numpy kernel)
+        gone = False
+        if alive and not picked and timer == 0:  # it moves
+            s.dv[3, slot, i] = DIVER_MOVE_INTERVAL
+            s.dv[0, slot, i] += s.dv[2, slot, i]
+            x = s.dv[0, slot, i]
+            gone = x < 0 or x > _LAST
+            picked = on_sub and x == s.sub_x[i]
+        if picked or gone:
+            s.dv_alive[slot, i] = False
+        if picked:
+            s.diver_count[i] += 1
+
+
+@perenv.rule
+def move_enemies_env(s: Any, i: int) -> tuple[np.int64, np.int64, bool]:
+    """:func:`move_enemies` for row ``i``: an enemy in the submarine's cell, or moving
+    onto it, ends the episode; a due enemy moves (its timer restarts; off the board it is
+    gone), the others count down. Returns the masks (bit j: slot j) of the enemies alive
+    before the move and of those that moved within the board, not onto the submarine,
+    and whether the episode ends."""
+    before = moved = np.int64(0)
+    caught = False
+    for j in range(s.en_slots[i]):
+        if not s.en_alive[j, i]:
+            continue
+        before |= _ONE64 << j
+        on_row = s.en[1, j, i] == s.sub_y[i]
+        caught |= on_row and s.en[0, j, i] == s.sub_x[i]
+        if s.en[3, j, i] != 0:
+            s.en[3, j, i] -= 1
+            continue
+        s.en[3, j, i] = s.move_speed[i]
+        s.en[0, j, i] += s.en[2, j, i]
+        x = s.en[0, j, i]
+        if x < 0 or x > _LAST:  # gone
+            s.en_alive[j, i] = False
+        elif on_row and x == s.sub_x[i]:  # landed on the submarine
+            caught = True
+        else:
+            moved |= _ONE64 << j
+    return before, moved, caught
+
+
+@perenv.rule
+def capture_bullets_env(s: Any, i: int, moved: np.int64) -> int:
+    """:func:`capture_bullets` for row ``i``: the older bullet first, each goes to the
+    last enemy in MinAtar's order (subs, then fish, newest first) that moved into its
+    cell (``moved``: the slots' mask). Returns the enemies destroyed."""
+    points = 0
+    for b in range(2):
+        if not s.fb_alive[b, i]:
+            continue
+        x, y = s.fb[0, b, i], s.fb[1, b, i]
+        taker, best = -1, np.int64(0)
+        for j in range(s.en_slots[i]):
+            if (moved >> j) & _ONE64 != 0 and s.en_alive[j, i] and s.en[0, j, i] == x \
+                    and s.en[1, j, i] == y:
+                key = enemy_key_env(s, i, j)
+                if taker < 0 or key > best:
+                    taker, best = j, key
+        if taker >= 0:
+            s.en_alive[taker, i] = False
+            s.fb_alive[b, i] = False
+            points += 1
+    return points
+
+
+@perenv.rule
+def enemy_subs_fire_env(s: Any, i: int, before: np.int64) -> None:
+    """:func:`enemy_subs_fire` for row ``i``: each sub alive before the move (``before``:
+    the slots' mask) whose shot timer ran out fires from its cell, its way (off the
+    board: the bullet is gone at once), and its timer restarts; the others count down."""
+    for j in range(s.en_slots[i]):
+        if (before >> j) & _ONE64 == 0 or not s.en_sub[j, i]:
+            continue
+        if s.en[4, j, i] != 0:
+            s.en[4, j, i] -= 1
+            continue
+        s.en[4, j, i] = ENEMY_SHOT_INTERVAL
+        x, y = s.en[0, j, i], s.en[1, j, i]
+        if 0 <= x <= _LAST:
+            if s.en[2, j, i] > 0:
+                s.eb_right[y, i] |= _BIT[x]
+            else:
+                s.eb_left[y, i] |= _BIT[x]
+
+
+@perenv.rule
+def move_enemy_bullets_env(s: Any, i: int) -> bool:
+    """:func:`move_enemy_bullets` for row ``i``: whether a bullet is in the submarine's
+    cell or about to move into it (the episode ends); then every bullet moves a column
+    its way."""
+    x, y = s.sub_x[i], s.sub_y[i]
+    hit = (s.eb_left[y, i] & _REACH[0, x]) | (s.eb_right[y, i] & _REACH[1, x]) != 0
+    for row in range(GRID):
+        s.eb_left[row, i] >>= 1
+        s.eb_right[row, i] = (s.eb_right[row, i] << 1) & _ROW_MASK
+    return hit
+
+
+@perenv.rule
+def count_down_timers_env(s: Any, i: int) -> None:
+    """:func:`count_down_timers` for row ``i``."""
+    if s.shot_timer[i] > 0:
+        s.shot_timer[i] -= 1
+    if s.e_spawn_timer[i] > 0:
+        s.e_spawn_timer[i] -= 1
+    if s.d_spawn_timer[i] > 0:
+        s.d_spawn_timer[i] -= 1
+
+
+@perenv.rule
+def breathe_env(p: Any, s: Any, i: int) -> tuple[int, bool]:
+    """:func:`breathe` for row ``i``. Returns the surfacing bonus and whether the episode
+    ends (no oxygen left, or surfacing with no diver)."""
+    drowned = s.oxygen[i] <= 0
+    under = s.sub_y[i] > 0
+    if under:
+        s.oxygen[i] -= 1
+    arriving = not (under or s.surface[i])
+    s.surface[i] = s.surface[i] and not under
+    if not arriving:
+        return 0, drowned
+    count = s.diver_count[i]
+    if count == 0:
+        return 0, True
+    s.surface[i] = True
+    bonus = 0
+    if count == MAX_DIVERS:
+        bonus = s.oxygen[i] * 10 // MAX_OXYGEN
+        count = 0
+    s.oxygen[i] = MAX_OXYGEN
+    s.diver_count[i] = count - 1
+    if p.difficulty_ramping:
+        move, spawn = s.move_speed[i], s.e_spawn_speed[i]
+        if spawn > FASTEST_SPAWN or move > FASTEST_MOVE:
+            if move > FASTEST_MOVE and s.ramp_index[i] % 2 == 1:
+                s.move_speed[i] = move - 1
+            if spawn > FASTEST_SPAWN:
+                s.e_spawn_speed[i] = spawn - 1
+            s.ramp_index[i] += 1
+    return bonus, drowned
+
+
+@perenv.rule
+def draw_gauges_env(s: Any, i: int, obs: np.ndarray) -> None:
+    """Row 9: the oxygen bar (a cell per 20 units, from column 0) and the diver bar (a
+    cell per diver on board, from column 8 leftwards)."""
+    level = max(s.oxygen[i], 0) // _OXYGEN_PER_CELL
+    first_diver = _LAST - max(s.diver_count[i], 0)
+    for x in range(GRID):
+        obs[_LAST, x, OXYGEN_GAUGE] = x < level
+        obs[_LAST, x, DIVER_GAUGE] = first_diver <= x < _LAST
+
+
+@perenv.rule
+def draw_swimmer_env(obs: np.ndarray, x: int, y: int, dx: int, channel: int) -> None:
+    """An enemy or a diver: its cell, and the cell behind it (its trail) if on the
+    board."""
+    obs[y, x, channel] = True
+    behind = x - dx
+    if 0 <= behind <= _LAST:
+        obs[y, behind, TRAIL] = True
