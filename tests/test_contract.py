@@ -26,7 +26,31 @@ SUBJECTS = {
     "Counter": lambda n: CounterEnv(n, max_count=7),
     "Null": NullEnv,
 }
-CASES = [pytest.param(check, id=f"{name}-{check}")
+
+
+def _other_sizes() -> set[str]:
+    """MiniGrid ids after the first of their class (the other sizes of one family: the same
+    kernels with other parameters). Their contract runs in the `slow` pass (CI runs it);
+    the fast suite runs it on one id per class, and tests/test_minigrid.py, test_single.py
+    and test_sharded.py step every id."""
+    from batchenv.registration import resolve
+
+    seen: set[type] = set()
+    later = set()
+    for env_id in batchenv.list_envs():
+        if "MiniGrid-" not in env_id:
+            continue
+        resolved = resolve(env_id)
+        cls = resolved.cls if resolved is not None else None
+        if cls in seen:
+            later.add(env_id)
+        seen.add(cls)
+    return later
+
+
+OTHER_SIZES = _other_sizes()
+CASES = [pytest.param(check, id=f"{name}-{check}",
+                      marks=[pytest.mark.slow] if name in OTHER_SIZES else [])
          for name, subject in SUBJECTS.items()
          for check in contract_checks(subject, steps=60 if name.startswith("Pong-") else 100)]
 
