@@ -145,8 +145,9 @@ class Agent(nn.Module):
 def make_env(args: argparse.Namespace, num_envs: int, mode: AutoresetMode):
     """N gridworlds as one Gymnasium VectorEnv (copy=False: views of the env's buffers;
     the training loop copies what it keeps)."""
+    limit = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     return batchenv.make(args.env_id, num_envs, autoreset_mode=mode, copy=False,
-                         kernels=args.kernels, max_episode_steps=args.max_episode_steps)
+                         kernels=args.kernels, **limit)
 
 
 def evaluate(agent: nn.Module, args: argparse.Namespace) -> np.ndarray:
