@@ -161,8 +161,9 @@ class BatchPong(BatchEnv[PongState]):
       (the same per-env rules as a Python loop: slow, for a debugger) or ``"auto"``
       (default: ``"numpy"``; ``"numba"`` is the faster form for the state observation and
       for images with the default copy, but not for ``copy=False`` images, and compiles its
-      loops in the first process on a machine, see docs/pong.md, "Kernels"). Every form gives the same results, bit for bit: states,
-      random streams, observations, rewards, flags.
+      loops in the first process on a machine, see docs/pong.md, "Kernels"). Every form
+      gives the same results, bit for bit: states, random streams, observations, rewards,
+      flags.
     * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
     * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
       (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
