@@ -21,7 +21,7 @@ from batchenv import BatchPong, ShardedVectorEnv, ShardError
 
 # Ray takes seconds to start per instance, and these are fault suites: marked slow (CI runs
 # them in its `-m slow` pass); under pytest-xdist they stay on one worker (one Ray at a time).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.slow
 
 N = 21
 EPISODE = 30
