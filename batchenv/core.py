@@ -36,31 +36,19 @@ from batchenv._envpool import EnvPoolAPI
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
-    MAX_LISTED,
     StepBeforeResetError,
     action_checker,
     check_autoreset_mode,
-    check_mask,
     check_max_episode_steps,
     check_num_envs,
     check_observation_space,
-    check_options,
     check_reset,
     check_seed,
     check_set_state,
     check_state_values,
-    is_int,
-    listed,
     one_attr_value,
     read_only,
 )
-
-# the names other modules imported from here before batchenv.validation existed
-_listed, _is_int, _check_mask, _check_options = listed, is_int, check_mask, check_options
-_check_num_envs, _check_autoreset_mode = check_num_envs, check_autoreset_mode
-_check_max_episode_steps, _action_checker, _read_only = (
-    check_max_episode_steps, action_checker, read_only)
-_MAX_LISTED, _check_observation_space = MAX_LISTED, check_observation_space
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
