@@ -574,6 +574,31 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             install(self)
 
 
+def adopt_output_buffers(env: BatchEnv, obs: np.ndarray, reward: np.ndarray,
+                         flags: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
+                         ) -> bool:
+    """Make ``env`` write its observations, rewards and terminated/truncated flags into the
+    caller's arrays from now on (its ``copy=False`` outputs are then those very arrays),
+    their current contents copied over: how a sharded env's shard writes straight into its
+    rows of shared memory. ``flags`` is one ``(2, num_envs)`` block, ``terminated`` and
+    ``truncated`` its two rows as the caller holds them. False, and nothing changed, if the
+    shapes or dtypes are not the env's own."""
+    try:
+        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
+              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
+    except AttributeError:  # an env whose buffers are not the base class's
+        return False
+    if not ok:
+        return False
+    obs[...] = env._obs
+    obs.flags.writeable = env._obs.flags.writeable  # a read-only canvas stays read-only
+    reward[...] = env._reward
+    flags[...] = env._flags
+    env._obs, env._reward, env._flags = obs, reward, flags
+    env._terminated, env._truncated = terminated, truncated
+    return True
+
+
 def field_outside(states: np.ndarray, name: str, low: float, high: float
                   ) -> tuple[str, np.ndarray]:
     """``(problem, bad)`` for :meth:`BatchEnv.check_state`: records whose field ``name`` is
