@@ -509,8 +509,8 @@ def share_cases(rounds: int, runs: int, ref: str | None) -> None:
           f"ratio = one process time / sharded time; ceiling = one process's pure compute "
           f"loop time / two processes' (each half the loop) in the same round; share = "
           f"ratio / ceiling, round by round; medians (range over rounds)")
-    print(f"{'tree':16s} {'case':12s} {'form':9s} {'ratio':>17s} {'ceiling':>17s} "
-          f"{'share of ceiling':>20s}")
+    print(f"{'tree':16s} {'case':12s} {'form':9s} {'ratio':>20s} {'ceiling':>20s} "
+          f"{'share of ceiling':>18s}")
     for label, results in got.items():
         ceilings = [one / two for res in results
                     for one, two in zip(res["ceiling"]["one"], res["ceiling"]["two"])]
@@ -520,8 +520,8 @@ def share_cases(rounds: int, runs: int, ref: str | None) -> None:
                           for o, t in zip(res[case]["one"], res[case][form])]
                 shares = [ratio / ceiling for ratio, ceiling in zip(ratios, ceilings)]
                 print(f"{label[:16]:16s} {case:12s} {name:9s} "
-                      f"{_spread(ratios, 'x'):>17s} {_spread(ceilings, 'x'):>17s} "
-                      f"{_spread([100 * s for s in shares], '%'):>20s}")
+                      f"{_spread(ratios, 'x'):>20s} {_spread(ceilings, 'x'):>20s} "
+                      f"{_spread([100 * s for s in shares], '%'):>18s}")
 
 
 def _spread(values: list[float], unit: str) -> str:
