@@ -434,14 +434,18 @@ if __name__ == "__main__":
     envs = []
     for case, (n, kwargs, calls) in cases.items():
         one = BatchPong(n, copy=False, **kwargs)
-        workers = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, **kwargs)
-        local = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False, local_shard=True,
-                                 **kwargs)
-        for env in (one, workers, local):
+        contenders = {"one": one,
+                      "workers": ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                                  **kwargs)}
+        try:  # a revision from before local_shard has no such keyword
+            contenders["local"] = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                                   local_shard=True, **kwargs)
+        except TypeError:
+            pass
+        for env in contenders.values():
             env.reset(seed=0)
             envs.append(env)
-        steps[case] = ({"one": stepper(one, n), "workers": stepper(workers, n),
-                        "local": stepper(local, n)}, calls)
+        steps[case] = ({key: stepper(env, n) for key, env in contenders.items()}, calls)
     times = {"ceiling": {"one": [], "two": []}}
     times.update({case: {k: [] for k in fns} for case, (fns, _) in steps.items()})
     for fns, calls in steps.values():  # warm up
@@ -516,6 +520,9 @@ def share_cases(rounds: int, runs: int, ref: str | None) -> None:
                     for one, two in zip(res["ceiling"]["one"], res["ceiling"]["two"])]
         for case in ("state 65536", "pixels 4096"):
             for form, name in (("workers", "2 workers"), ("local", "local")):
+                if form not in results[0][case]:
+                    print(f"{label[:16]:16s} {case:12s} {name:9s} (no local_shard there)")
+                    continue
                 ratios = [o / t for res in results
                           for o, t in zip(res[case]["one"], res[case][form])]
                 shares = [ratio / ceiling for ratio, ceiling in zip(ratios, ceilings)]
