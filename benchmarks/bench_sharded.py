@@ -36,10 +36,10 @@ worker) against one process at BatchPong 65,536 state and 4,096 pixel envs, next
 machine's ceiling measured in the same rounds: two processes each running half of a pure
 Python compute loop against one process running all of it (no memory traffic, no
 communication: what two cores give right now). Each ratio divided by its round's ceiling
-is the share of the ceiling reached. With ``--ref COMMIT`` the same runs for that revision
-(extracted with ``git archive``) alternate with this checkout's in the same run: each
+is the share of the ceiling reached. With ``--ref COMMIT`` (repeatable) the same runs for
+that revision (extracted with ``git archive``) alternate with this checkout's in the same run: each
 measurement is a fresh process whose ``PYTHONPATH`` holds one tree (workers import
-``batchenv`` by name), the order old, new, new, old, ...
+``batchenv`` by name), the order reversed on every other run (new, old, old, new, ...).
 
 ``--only options``: whether ``local_shard`` and the double buffer pay, each against the
 plain form in the same rounds: 2 workers vs ``local_shard`` for ``step``; a loop of
@@ -472,23 +472,23 @@ if __name__ == "__main__":
 
 
 def _tree_of(ref: str, where: str) -> str:
-    """The ``batchenv`` package of git revision ``ref``, extracted under ``where``."""
+    """The ``batchenv`` package of git revision ``ref``, extracted under ``where/ref``."""
     import subprocess
     import tarfile
 
     root = str(Path(__file__).resolve().parents[1])
-    archive = os.path.join(where, "ref.tar")
+    archive = os.path.join(where, f"{ref}.tar")
     subprocess.run(["git", "-C", root, "archive", "-o", archive, ref, "batchenv"], check=True)
-    tree = os.path.join(where, "ref")
+    tree = os.path.join(where, ref)
     os.makedirs(tree)
     with tarfile.open(archive) as tar:
         tar.extractall(tree)
     return tree
 
 
-def share_cases(rounds: int, runs: int, ref: str | None) -> None:
+def share_cases(rounds: int, runs: int, refs: list[str]) -> None:
     """Issue 22's table: the share of this machine's ceiling that 2 shards reach, for this
-    checkout and (``ref``) another revision, runs alternating in one invocation."""
+    checkout and the revisions ``refs``, runs alternating in one invocation."""
     import json
     import subprocess
     import tempfile
@@ -499,7 +499,7 @@ def share_cases(rounds: int, runs: int, ref: str | None) -> None:
         with open(probe, "w") as f:
             f.write(_SHARE_PROBE)
         trees = {"this checkout": root}
-        if ref is not None:
+        for ref in refs:
             trees[ref] = _tree_of(ref, tmp)
         got: dict[str, list[dict]] = {label: [] for label in trees}
         for r in range(runs):
@@ -622,8 +622,9 @@ def main(argv: list[str] | None = None) -> int:
                         "figures for docs/scaling-out.md; share: the ceiling share table; "
                         "options: local_shard and the double buffer; these three are not "
                         "run by default)")
-    p.add_argument("--ref", default=None,
-                   help="with --only share: also measure this git revision, in the same run")
+    p.add_argument("--ref", action="append", default=[],
+                   help="with --only share: also measure this git revision, in the same run "
+                        "(repeatable)")
     p.add_argument("--runs", type=int, default=2,
                    help="with --only share: fresh processes per tree (alternating)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
