@@ -223,32 +223,34 @@ def observe_all(p, s, out, lo, hi):  # numpy form: observe
 @_inner
 def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
              max_steps):  # one env's whole step, base class included
+    # each kernel has one call site (observe_env two): numba inlines every call site, so
+    # fewer sites compile faster (docs/performance.md, "Compile time")
+    r = 0.0
+    t = False
+    tr = False
+    restart = False
     final[i] = False
-    if s.awaiting_reset[i]:  # its episode is over: the action is ignored
-        if mode == 0:  # NEXT_STEP: reset now (DISABLED: frozen)
-            reset_env(p, s, i)
-            s.elapsed_steps[i] = 0
-            s.awaiting_reset[i] = False
-        reward[i] = 0.0
-        terminated[i] = False
-        truncated[i] = False
-        observe_env(p, s, i, obs[i])
-        return
-    r, t = step_env(p, s, i, action[i])
-    elapsed = s.elapsed_steps[i] + 1
-    s.elapsed_steps[i] = elapsed
-    tr = max_steps > 0 and elapsed >= max_steps
+    if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
+        restart = mode == 0  # resets it now, DISABLED keeps it frozen
+    else:
+        r, t = step_env(p, s, i, action[i])
+        elapsed = s.elapsed_steps[i] + 1
+        s.elapsed_steps[i] = elapsed
+        tr = max_steps > 0 and elapsed >= max_steps
+        if t or tr:
+            if mode == 1:  # SAME_STEP: the final observation, then a new episode
+                observe_env(p, s, i, final_obs[i])
+                final[i] = True
+                restart = True
+            else:
+                s.awaiting_reset[i] = True
+    if restart:
+        reset_env(p, s, i)
+        s.elapsed_steps[i] = 0
+        s.awaiting_reset[i] = False
     reward[i] = r
     terminated[i] = t
     truncated[i] = tr
-    if t or tr:
-        if mode == 1:  # SAME_STEP: the final observation, then a new episode
-            observe_env(p, s, i, final_obs[i])
-            final[i] = True
-            reset_env(p, s, i)
-            s.elapsed_steps[i] = 0
-        else:
-            s.awaiting_reset[i] = True
     observe_env(p, s, i, obs[i])
 
 
