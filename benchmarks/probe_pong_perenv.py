@@ -121,6 +121,8 @@ def hand(f, d, steps, ptw, centre, scale, offset, bx, by, bvx, bvy, ly, ry, sl, 
          max_steps, lo, hi):  # type: ignore[no-untyped-def]
     """BatchPong's whole per-env step (NEXT_STEP), written by hand."""
     for i in range(lo, hi):
+        if i < 0:  # (never: tells the compiler that i >= 0, so a[i] skips the wraparound)
+            continue
         if awaiting[i]:
             sl[i] = 0
             sr[i] = 0
@@ -158,6 +160,8 @@ def hand(f, d, steps, ptw, centre, scale, offset, bx, by, bvx, bvy, ly, ry, sl, 
 def hand_rules_only(f, d, steps, ptw, bx, by, bvx, bvy, ly, ry, sl, sr, key, counter, action,
                     reward, lo, hi):  # type: ignore[no-untyped-def]
     for i in range(lo, hi):
+        if i < 0:
+            continue
         r, t = _rules(f, d, steps, ptw, bx, by, bvx, bvy, ly, ry, sl, sr, key, counter, i,
                       action[i])
         reward[i] = r
