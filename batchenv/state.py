@@ -11,8 +11,9 @@ axis is the env row; kernels read and write ``s.ball_x`` etc. directly. Scalar f
 same dtype are rows of one 2-D block (fields x envs), so every field is contiguous *and*
 consecutive fields can be read as one ``(k, n)`` array (:func:`fields_view`), e.g. to write
 a whole observation in one ufunc call. Moving rows between states copies whole blocks.
-A block's rows are padded to an odd number of cache lines, so a block is a view of a longer
-array: split its first axis, never flatten it (:func:`_new_block` says why).
+The rows of a block of 8 fields or more are padded to an odd number of cache lines, so such a
+block is a view of a longer array: split its first axis, never flatten it (:func:`_new_block`
+says why).
 
 The schema can be written as a typed :class:`State` subclass, one annotation per field
 (``ball_x: Field[np.float32]``, or ``Annotated[Field[np.uint8], (10, 10)]`` for a field of
@@ -135,11 +136,15 @@ _bind = object.__setattr__  # binds a field's array (the State's own __setattr__
 
 _LINE = 64  # bytes of a cache line
 _PAGE = 4096  # an L1 data cache's set period (64 sets of 64-byte lines) and a page
+# Blocks of fewer rows stay one contiguous array: their rows fit the L1's 8 ways even in one
+# set, and numpy's 2-D passes over a contiguous (k, n) block are a few % faster (BatchPong's
+# numpy kernels: docs/performance.md, "State layout: padded rows")
+_PADDED_FROM = 8
 
 
 def _new_block(count: int, size: int, dtype: np.dtype, order: int) -> np.ndarray:
     """A zeroed ``(count, size)`` block whose rows (fields) are an odd number of cache
-    lines apart.
+    lines apart (a block of 8 rows or more; a smaller one is contiguous).
 
     Why: one env's fields sit at the same offset of every row, so with rows a multiple of
     4 KiB apart (``size * itemsize`` = 4096, 8192, ...: the usual powers-of-two batches)
@@ -151,7 +156,7 @@ def _new_block(count: int, size: int, dtype: np.dtype, order: int) -> np.ndarray
     and splitting its first axis (``reshape(fields, slots, size)``) is a view, but
     flattening it (``reshape(-1)``) would be a copy."""
     stride = size
-    if _LINE % dtype.itemsize == 0:  # (numbers and bools; a bytes field may not fit lines)
+    if count >= _PADDED_FROM and _LINE % dtype.itemsize == 0:  # (a bytes field may not fit)
         lines = max(1, -(-size * dtype.itemsize // _LINE))
         stride = (lines + 1 - lines % 2) * _LINE // dtype.itemsize
     return _staggered((count, stride), dtype, order)[:, :size]
