@@ -151,7 +151,7 @@ def _new_block(count: int, size: int, dtype: np.dtype, order: int) -> np.ndarray
     all of an env's fields fall in one set of the L1 cache (and with 2 KiB, 1 KiB apart in
     2, 4 sets), whose 8 ways cannot hold them: a per-env pass over a game with hundreds of
     slot columns (MinAtar Seaquest) then runs at half speed (docs/performance.md,
-    "State layout"). Rows an odd number of lines apart visit every set. The block is a
+    "State layout: padded rows"). Rows an odd number of lines apart visit every set. The block is a
     ``(count, size)`` view of a longer one, so it is not contiguous as a whole: a row is,
     and splitting its first axis (``reshape(fields, slots, size)``) is a view, but
     flattening it (``reshape(-1)``) would be a copy."""
