@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 
 import pytest
 from hypothesis import settings
@@ -53,3 +54,56 @@ def pytest_make_collect_report(collector):
     report = outcome.get_result()
     if _in_ci() and report.skipped and not _allowed(collector.nodeid):
         _fail_skip(report, collector.nodeid)
+
+
+# ------------------------------------------------------------------ xdist: one worker per class
+# numba compiles a per-env class's loops once per process, 5-10 CPU-s each (docs/performance.md),
+# so README's `pytest -n auto` would pay that in every worker that meets the class. The
+# scheduler below sends every test of one compiled class (found by name in its node id) to one
+# worker, and every other test as a unit of its own (as `--dist load`). pytest-xdist's own
+# `--dist loadgroup` does not group under pytest 9 here (it renames node ids, which pytest 9
+# no longer reads back), so this uses xdist's documented scheduler hook instead.
+_COMPILED_CLASSES = [
+    # (pattern in the lower-cased node id, group); the first match wins
+    (re.compile(r"blockedunlockpickup"), "minigrid-blockedunlockpickup"),
+    (re.compile(r"unlockpickup"), "minigrid-unlockpickup"),
+    (re.compile(r"minigrid.*unlock|unlock_parity"), "minigrid-unlock"),
+    (re.compile(r"doorkey"), "minigrid-doorkey"),
+    (re.compile(r"multiroom"), "minigrid-multiroom"),
+    (re.compile(r"keycorridor"), "minigrid-keycorridor"),
+    (re.compile(r"dynamic.?obstacles"), "minigrid-dynamicobstacles"),
+    (re.compile(r"fourrooms"), "minigrid-fourrooms"),
+    (re.compile(r"lavagap"), "minigrid-lavagap"),
+    (re.compile(r"crossing"), "minigrid-crossing"),
+    (re.compile(r"minigrid.*empty"), "minigrid-empty"),
+    (re.compile(r"asterix"), "minatar-asterix"),
+    (re.compile(r"breakout"), "minatar-breakout"),
+    (re.compile(r"freeway"), "minatar-freeway"),
+    (re.compile(r"seaquest"), "minatar-seaquest"),
+    (re.compile(r"space.?invaders"), "minatar-spaceinvaders"),
+    (re.compile(r"asteroids"), "asteroids"),
+    (re.compile(r"test_pong_per_env\.py"), "pong-per-env"),
+    (re.compile(r"test_perenv\.py"), "perenv-catch"),
+    (re.compile(r"test_sharded_ray\.py"), "ray"),  # one Ray runtime per worker
+]
+
+
+def compile_group(nodeid: str) -> str:
+    """The scheduling unit of a test: its compiled class's group, else the test itself."""
+    lowered = nodeid.lower()
+    for pattern, group in _COMPILED_CLASSES:
+        if pattern.search(lowered):
+            return group
+    return nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None  # an explicit --dist loadfile/loadscope/each/worksteal is the user's
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByCompiledClass(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return compile_group(nodeid)
+
+    return ByCompiledClass(config, log)

@@ -36,31 +36,19 @@ from batchenv._envpool import EnvPoolAPI
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
-    MAX_LISTED,
     StepBeforeResetError,
     action_checker,
     check_autoreset_mode,
-    check_mask,
     check_max_episode_steps,
     check_num_envs,
     check_observation_space,
-    check_options,
     check_reset,
     check_seed,
     check_set_state,
     check_state_values,
-    is_int,
-    listed,
     one_attr_value,
     read_only,
 )
-
-# the names other modules imported from here before batchenv.validation existed
-_listed, _is_int, _check_mask, _check_options = listed, is_int, check_mask, check_options
-_check_num_envs, _check_autoreset_mode = check_num_envs, check_autoreset_mode
-_check_max_episode_steps, _action_checker, _read_only = (
-    check_max_episode_steps, action_checker, read_only)
-_MAX_LISTED, _check_observation_space = MAX_LISTED, check_observation_space
 
 __all__ = ["BatchEnv", "AutoresetMode", "StepBeforeResetError", "ClosedEnvError"]
 
@@ -584,6 +572,31 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             from batchenv.debug import install
 
             install(self)
+
+
+def adopt_output_buffers(env: BatchEnv, obs: np.ndarray, reward: np.ndarray,
+                         flags: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
+                         ) -> bool:
+    """Make ``env`` write its observations, rewards and terminated/truncated flags into the
+    caller's arrays from now on (its ``copy=False`` outputs are then those very arrays),
+    their current contents copied over: how a sharded env's shard writes straight into its
+    rows of shared memory. ``flags`` is one ``(2, num_envs)`` block, ``terminated`` and
+    ``truncated`` its two rows as the caller holds them. False, and nothing changed, if the
+    shapes or dtypes are not the env's own."""
+    try:
+        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
+              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
+    except AttributeError:  # an env whose buffers are not the base class's
+        return False
+    if not ok:
+        return False
+    obs[...] = env._obs
+    obs.flags.writeable = env._obs.flags.writeable  # a read-only canvas stays read-only
+    reward[...] = env._reward
+    flags[...] = env._flags
+    env._obs, env._reward, env._flags = obs, reward, flags
+    env._terminated, env._truncated = terminated, truncated
+    return True
 
 
 def field_outside(states: np.ndarray, name: str, low: float, high: float

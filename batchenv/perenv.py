@@ -31,8 +31,8 @@ kernel stops there (``kernels="python"`` chooses it on purpose). See
 
 from __future__ import annotations
 
-import collections
 import importlib.util
+import os
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -181,88 +181,132 @@ if numba_available():
 
 
 # ---------------------------------------------------------------- the loops
-def _make_loops(reset_env: Any, step_env: Any, observe_env: Any,
-                jit_inner: Any) -> dict[str, Any]:
-    """The batch loops around one class's kernels (compiled by the caller, or not). Each
-    runs over rows ``[lo, hi)``: a thread takes one block of rows (:meth:`Runner._run`)."""
+# The batch loops around one class's kernels, as the text of a module: the only definition
+# of their bodies. :func:`_loops` runs it with the kernels and the decorators as globals set
+# beforehand (``reset_env``, ``step_env``, ``observe_env``; ``_outer`` compiles a loop or
+# not, ``_inner`` the one function the fused loop calls per env), after the lines that
+# define the namedtuple classes of ``s`` and ``p``; with numba and a cache directory, as a
+# file whose machine code numba keeps (batchenv/_loop_cache.py). Each loop runs over rows
+# ``[lo, hi)``: a thread takes one block of rows (:meth:`Runner._run`).
+_LOOPS = '''
 
-    def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
-        for i in range(lo, hi):
-            if i < 0:  # (never: see step_fused)
-                continue
-            if s.awaiting_reset[i]:  # its step is discarded (the base class resets or
-                reward[i] = 0.0  # freezes it): never run, as in step_fused
-                terminated[i] = False
-                continue
-            r, t = step_env(p, s, i, action[i])
-            reward[i] = r
-            terminated[i] = t
-
-    def reset_all(p, s, lo, hi):  # numpy form: reset_envs (every row of s)
-        for i in range(lo, hi):
-            if i >= 0:  # (always: see step_fused)
-                reset_env(p, s, i)
-
-    def reset_some(p, s, rows, lo, hi):  # numpy form: reset_rows
-        for k in range(lo, hi):
-            reset_env(p, s, rows[k])
-
-    def observe_all(p, s, out, lo, hi):  # numpy form: observe
-        for i in range(lo, hi):
-            if i >= 0:  # (always: see step_fused)
-                observe_env(p, s, i, out[i])
-
-    def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
-                 max_steps):  # one env's whole step, base class included
-        final[i] = False
-        if s.awaiting_reset[i]:  # its episode is over: the action is ignored
-            if mode == 0:  # NEXT_STEP: reset now (DISABLED: frozen)
-                reset_env(p, s, i)
-                s.elapsed_steps[i] = 0
-                s.awaiting_reset[i] = False
-            reward[i] = 0.0
+@_outer
+def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
+    for i in range(lo, hi):
+        if i < 0:  # (never: see step_fused)
+            continue
+        if s.awaiting_reset[i]:  # its step is discarded (the base class resets or
+            reward[i] = 0.0  # freezes it): never run, as in step_fused
             terminated[i] = False
-            truncated[i] = False
-            observe_env(p, s, i, obs[i])
-            return
+            continue
         r, t = step_env(p, s, i, action[i])
-        elapsed = s.elapsed_steps[i] + 1
-        s.elapsed_steps[i] = elapsed
-        tr = max_steps > 0 and elapsed >= max_steps
         reward[i] = r
         terminated[i] = t
-        truncated[i] = tr
-        if t or tr:
-            if mode == 1:  # SAME_STEP: the final observation, then a new episode
-                observe_env(p, s, i, final_obs[i])
-                final[i] = True
-                reset_env(p, s, i)
-                s.elapsed_steps[i] = 0
-            else:
-                s.awaiting_reset[i] = True
+
+
+@_outer
+def reset_all(p, s, lo, hi):  # numpy form: reset_envs (every row of s)
+    for i in range(lo, hi):
+        if i >= 0:  # (always: see step_fused)
+            reset_env(p, s, i)
+
+
+@_outer
+def reset_some(p, s, rows, lo, hi):  # numpy form: reset_rows
+    for k in range(lo, hi):
+        reset_env(p, s, rows[k])
+
+
+@_outer
+def observe_all(p, s, out, lo, hi):  # numpy form: observe
+    for i in range(lo, hi):
+        if i >= 0:  # (always: see step_fused)
+            observe_env(p, s, i, out[i])
+
+
+@_inner
+def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
+             max_steps):  # one env's whole step, base class included
+    final[i] = False
+    if s.awaiting_reset[i]:  # its episode is over: the action is ignored
+        if mode == 0:  # NEXT_STEP: reset now (DISABLED: frozen)
+            reset_env(p, s, i)
+            s.elapsed_steps[i] = 0
+            s.awaiting_reset[i] = False
+        reward[i] = 0.0
+        terminated[i] = False
+        truncated[i] = False
         observe_env(p, s, i, obs[i])
+        return
+    r, t = step_env(p, s, i, action[i])
+    elapsed = s.elapsed_steps[i] + 1
+    s.elapsed_steps[i] = elapsed
+    tr = max_steps > 0 and elapsed >= max_steps
+    reward[i] = r
+    terminated[i] = t
+    truncated[i] = tr
+    if t or tr:
+        if mode == 1:  # SAME_STEP: the final observation, then a new episode
+            observe_env(p, s, i, final_obs[i])
+            final[i] = True
+            reset_env(p, s, i)
+            s.elapsed_steps[i] = 0
+        else:
+            s.awaiting_reset[i] = True
+    observe_env(p, s, i, obs[i])
 
-    step_one = jit_inner(step_one)
 
-    def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, final, mode,
-                   max_steps, lo, hi):  # the whole step in one pass
-        for i in range(lo, hi):
-            if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
-                # wraparound of negative indices, a load and two operations per access:
-                # BatchPong's step 1.6x faster, docs/performance.md)
-                step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs,
-                         final, mode, max_steps)
+@_outer
+def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, final, mode,
+               max_steps, lo, hi):  # the whole step in one pass
+    for i in range(lo, hi):
+        if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
+            # wraparound of negative indices, a load and two operations per access:
+            # BatchPong's step 1.6x faster, docs/performance.md)
+            step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs,
+                     final, mode, max_steps)
+'''
+#: The loops :data:`_LOOPS` defines, by name.
+LOOP_NAMES = ("step_all", "reset_all", "reset_some", "observe_all", "step_fused")
+# numba's options: the kernels and step_one are inlined into the loop (a call that passes
+# arrays would count references to each of them, in every env's pass: docs/performance.md);
+# nogil: the threads of num_threads > 1 run blocks of rows at once
+_INNER_OPTIONS = {"nogil": True, "inline": "always"}
+_OUTER_OPTIONS = {"nogil": True}
 
-    return {"step_all": step_all, "reset_all": reset_all, "reset_some": reset_some,
-            "observe_all": observe_all, "step_fused": step_fused}
+
+class _Loops(NamedTuple):
+    """A class's loops (by name) and the namedtuple classes their ``s`` and ``p`` are."""
+
+    loops: dict[str, Any]
+    state_tuple: Any
+    param_tuple: Any
+    path: str | None  # the generated module whose machine code numba caches, or None
 
 
-_COMPILED: dict[tuple[type, str, bool], dict[str, Any]] = {}
+def _loops_text(cls: type, fields: tuple[str, ...], params: tuple[str, ...]) -> str:
+    """The module of ``cls``'s loops: the namedtuple classes of ``s`` and ``p`` (at its top
+    level, so that pickles name them by reference), then :data:`_LOOPS`."""
+    name = cls.__name__
+    lines = [f"# batchenv.perenv: the per-env loops of {cls.__module__}.{cls.__qualname__},",
+             "# generated; numba caches their machine code in __pycache__ beside this file.",
+             "# Deleting this directory is always safe.",
+             "import collections as _collections", "",
+             f"{name}Fields = _collections.namedtuple({name + 'Fields'!r}, {fields!r})",
+             f"{name}Params = _collections.namedtuple({name + 'Params'!r}, {params!r})"
+             if params else f"{name}Params = tuple"]
+    return "\n".join(lines) + "\n" + _LOOPS
 
 
-def _loops(cls: type, how: str, borrowing: bool = True) -> dict[str, Any]:
-    """The loops of ``cls``'s kernels: compiled with numba (``how == "numba"``, made once per
-    class and thread mode; numba compiles each on first call) or plain Python.
+_COMPILED: dict[tuple[Any, ...], _Loops] = {}
+
+
+def _loops(cls: type, how: str, borrowing: bool, fields: tuple[str, ...],
+           params: tuple[str, ...], dtypes: Any = ()) -> _Loops:
+    """The loops of ``cls``'s kernels over a state namedtuple of ``fields`` and parameters
+    ``params``: compiled with numba (``how == "numba"``, made once per process; numba
+    compiles each on its first call, or finds it in the disk cache) or plain Python.
+    ``dtypes``: the fields' dtypes, for the cache key.
 
     ``borrowing``: compiled without numba's reference counting (its private ``_nrt=False``
     option). The loops only borrow the caller's arrays, and with reference counting every
@@ -270,27 +314,85 @@ def _loops(cls: type, how: str, borrowing: bool = True) -> dict[str, Any]:
     decrement, in every env's pass: most of a light step's time (docs/performance.md). A
     kernel that allocates arrays needs reference counting: :class:`Runner` then falls back
     to ``borrowing=False`` (the same results)."""
-    key = (cls, how, borrowing)
-    loops = _COMPILED.get(key)
-    if loops is None:
-        reset_env, step_env, observe_env = (getattr(cls, name) for name in PER_ENV_KERNELS)
-        if how == "python":
-            loops = _make_loops(reset_env, step_env, observe_env, jit_inner=lambda f: f)
-        else:
-            import numba
+    memo = (cls, how, borrowing, fields, params)
+    made = _COMPILED.get(memo)
+    if made is not None:
+        return made
+    kernels = tuple(getattr(cls, name) for name in PER_ENV_KERNELS)
+    text = _loops_text(cls, fields, params)
+    if how == "python":
+        def plain(f: Any) -> Any:
+            return f
 
-            # inlined into the loop: a call that passes arrays would count references to
-            # each of them, in every env's pass (docs/performance.md)
-            jit = numba.njit(nogil=True, inline="always")
-            made = _make_loops(jit(reset_env), jit(step_env), jit(observe_env), jit_inner=jit)
-            # nogil: the threads of num_threads > 1 run blocks of rows at once
-            options: dict[str, Any] = {"nogil": True}
-            if borrowing:
-                options["_nrt"] = False
-            outer: Any = numba.njit  # (_nrt is not in numba's type stubs)
-            loops = {name: outer(**options)(f) for name, f in made.items()}
-        _COMPILED[key] = loops
-    return loops
+        made = _run_loops(cls, text, dict(zip(PER_ENV_KERNELS, kernels)), plain, plain)
+    else:
+        import numba
+
+        outer: Any = numba.njit  # (_nrt is not in numba's type stubs)
+        inner = outer(**_INNER_OPTIONS)
+        outer_options: dict[str, Any] = dict(_OUTER_OPTIONS)
+        if borrowing:
+            outer_options["_nrt"] = False
+        injected = {name: inner(k) for name, k in zip(PER_ENV_KERNELS, kernels)}
+        made = _cached_loops(cls, text, kernels, injected, inner, outer, outer_options,
+                             dtypes)
+        if made is None:
+            made = _run_loops(cls, text, injected, inner, outer(**outer_options))
+    _COMPILED[memo] = made
+    return made
+
+
+def _run_loops(cls: type, text: str, injected: dict[str, Any], inner: Any,
+               outer: Any) -> _Loops:
+    """The loops of ``text``, run in memory (compiled in every process)."""
+    namespace: dict[str, Any] = {"__name__": f"{__name__}.<loops of {cls.__qualname__}>",
+                                 **injected, "_inner": inner, "_outer": outer}
+    exec(compile(text, f"<batchenv loops of {cls.__qualname__}>", "exec"), namespace)
+    return _Loops({name: namespace[name] for name in LOOP_NAMES},
+                  namespace[f"{cls.__name__}Fields"], namespace[f"{cls.__name__}Params"],
+                  None)
+
+
+def _cached_loops(cls: type, text: str, kernels: tuple[Any, ...], injected: dict[str, Any],
+                  inner: Any, outer: Any, outer_options: dict[str, Any],
+                  dtypes: Any) -> _Loops | None:
+    """The loops of ``text`` as a module in the cache directory, their machine code cached
+    by numba; None when the cache is off, unwritable, or cannot key the class."""
+    from batchenv import _loop_cache
+
+    directory = _loop_cache.cache_dir()
+    if directory is None:
+        return None
+    try:
+        key = _loop_cache.key(cls, kernels, text,
+                              (_INNER_OPTIONS, sorted(outer_options.items()), dtypes))
+    except _loop_cache.Uncachable as e:
+        _loop_cache.log.debug("%s: per-env loops not cached: %s", cls.__qualname__, e)
+        return None
+    name = f"_batchenv_loops_{cls.__name__}_{key[:24]}"
+    try:
+        module = _loop_cache.load(name, text, directory, {
+            **injected, "_inner": inner, "_outer": outer(cache=True, **outer_options)})
+    except OSError as e:
+        _loop_cache.log.debug("%s: per-env loops not cached: %s", cls.__qualname__, e)
+        return None
+    return _Loops({n: getattr(module, n) for n in LOOP_NAMES},
+                  getattr(module, f"{cls.__name__}Fields"),
+                  getattr(module, f"{cls.__name__}Params"), module.__file__)
+
+
+# Beside a cached module whose loops compile only with reference counting: the processes
+# after the first compile those straight away
+_NEEDS_COUNTING = ".counting"
+
+
+def _remember_counting(loop: Any) -> None:
+    path = getattr(loop.py_func, "__globals__", {}).get("__file__")
+    if path is not None:
+        try:
+            open(path + _NEEDS_COUNTING, "w").close()
+        except OSError:
+            pass
 
 
 _warned_no_numba: set[type] = set()
@@ -355,21 +457,6 @@ def choose(cls: type, kernels: str, num_threads: int | None) -> tuple[str, int]:
     return kernels, threads
 
 
-_TUPLE_TYPES: dict[tuple[str, tuple[str, ...]], Any] = {}
-
-
-def _tuple_type(name: str, fields: tuple[str, ...]) -> Any:
-    """The namedtuple class ``name`` with ``fields``, made once per process: numba compiles
-    the loops once per argument type, so a class made per env instance would compile them
-    again for every instance (check_env makes dozens)."""
-    key = (name, tuple(fields))
-    made = _TUPLE_TYPES.get(key)
-    if made is None:
-        make_tuple: Any = collections.namedtuple  # (a class made at run time, for numba)
-        made = _TUPLE_TYPES[key] = make_tuple(name, fields)
-    return made
-
-
 class Runner:
     """What a per-env env runs: the loops of its class's kernels, bound as its numpy-form
     kernels (so that everything built on those, ``check_env``, debug mode, sharding, works
@@ -381,14 +468,14 @@ class Runner:
         self.kernels = kernels
         self.num_threads = num_threads
         self.borrowing = kernels == "numba"
-        self.loops = _loops(cls, kernels, self.borrowing)
         self._workers: _Workers | None = None
         # step_fused's compiled entry point for the current arguments' types (see _fused)
         self._entry: tuple[Any, ...] = ()
         self._compiled: set[str] = set()  # loops called (so compiled) already
         hidden = set(getattr(cls, "kernel_hidden_fields", ()))
         self.hidden = hidden
-        names = tuple(n for n in env.full_state_dtype.names or () if n not in hidden)
+        dtype = env.full_state_dtype
+        names = tuple(n for n in dtype.names or () if n not in hidden)
         self.view_names = tuple(getattr(cls, "kernel_views", ()))
         self.state_views: Any = getattr(cls, "state_views", None)
         if self.view_names and not callable(self.state_views):
@@ -398,20 +485,29 @@ class Runner:
         if clash:
             raise TypeError(f"{cls.__name__}.kernel_views {clash} are also state fields: "
                             f"a view needs a name of its own")
-        self.state_tuple: Any = _tuple_type(f"{cls.__name__}Fields",
-                                            (*names, *self.view_names))
-        params = tuple(getattr(cls, "kernel_params", ()))
-        self.param_names = params
-        self.param_tuple: Any = _tuple_type(f"{cls.__name__}Params", params) if params \
-            else tuple
+        self.param_names = tuple(getattr(cls, "kernel_params", ()))
+        self._fields_of: dict[int, tuple[Any, Any]] = {}
+        self._tuples = ((*names, *self.view_names), self.param_names,
+                        tuple((n, dtype[n].base.str, dtype[n].ndim) for n in names))
+        made = _loops(cls, kernels, self.borrowing, *self._tuples)
+        if made.path is not None and os.path.exists(made.path + _NEEDS_COUNTING):
+            self.borrowing = False  # (an earlier process found that it does not compile)
+            made = _loops(cls, kernels, False, *self._tuples)
+        self._use(made)
         space = env.single_observation_space
         if not space.shape:
             raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
                             f"a shape (observe_env writes obs = out[i]); got {space}")
         self.final_obs = np.zeros_like(env._obs)
         self.final = np.zeros(env.num_envs, dtype=np.bool_)
-        self._fields_of: dict[int, tuple[Any, Any]] = {}
         self.p: Any = self.params(env)
+
+    def _use(self, made: _Loops) -> None:
+        """Run ``made``'s loops, with their namedtuple classes of ``s`` and ``p``."""
+        self.loops = made.loops
+        self.state_tuple: Any = made.state_tuple
+        self.param_tuple: Any = made.param_tuple
+        self._fields_of.clear()
 
     def params(self, env: BatchEnv) -> Any:
         """The namedtuple of ``kernel_params`` values (read at every reset)."""
@@ -450,7 +546,14 @@ class Runner:
                 if not self.borrowing:  # reference counting (the same results)
                     raise
                 self.borrowing = False
-                self.loops = _loops(self.cls, self.kernels, False)
+                _remember_counting(self.loops[name])
+                self._use(_loops(self.cls, self.kernels, False, *self._tuples))
+                self._compiled.clear()
+                self._entry = ()
+                p = self.param_tuple(*args[0]) if self.param_names else ()
+                if args[0] is self.p:
+                    self.p = p
+                args = (p, self.state_tuple(*args[1]), *args[2:])  # (the same arrays)
                 self.loops[name](*args, 0, min(n, 1))
             if n >= 1:
                 self._compiled.add(name)

@@ -4,6 +4,8 @@
     python benchmarks/bench_sharded.py --no-targets  # just print
     python benchmarks/bench_sharded.py --only process --rounds 7
     python benchmarks/bench_sharded.py --only cluster  # simulated two-node Ray cluster
+    python benchmarks/bench_sharded.py --only share --ref 36ac6c9  # the ceiling share table
+    python benchmarks/bench_sharded.py --only options  # local_shard and the double buffer A/B
 
 Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer runs it):
 
@@ -28,6 +30,22 @@ Cases (BatchPong against the CPU paddle, ``copy=False`` everywhere, as a trainer
   dashboard, actors at nice 0 instead of Ray's 15, and a 1 GB object store whose memory is
   touched once at start (otherwise each 176 MB result pays its page faults again, ~140 ms
   of CPU per actor per call here).
+
+``--only share`` (issue 22's table, ~1 min): 2 workers and ``local_shard`` (driver + 1
+worker) against one process at BatchPong 65,536 state and 4,096 pixel envs, next to this
+machine's ceiling measured in the same rounds: two processes each running half of a pure
+Python compute loop against one process running all of it (no memory traffic, no
+communication: what two cores give right now). Each ratio divided by its round's ceiling
+is the share of the ceiling reached. With ``--ref COMMIT`` (repeatable) the same runs for
+that revision (extracted with ``git archive``) alternate with this checkout's in the same run: each
+measurement is a fresh process whose ``PYTHONPATH`` holds one tree (workers import
+``batchenv`` by name), the order reversed on every other run (new, old, old, new, ...).
+
+``--only options``: whether ``local_shard`` and the double buffer pay, each against the
+plain form in the same rounds: 2 workers vs ``local_shard`` for ``step``; a loop of
+``policy + step`` vs the double-buffered ``recv / policy / send`` loop over the two halves
+(2 workers, then ``local_shard``), with a linear policy over the state or a subsampled
+frame, so that there is work to overlap (of the order of a step).
 
 Each round times every contender once (interleaved), and the ratio of each round's pair is
 taken; the median over rounds is printed with the range. The figures depend on what else
@@ -355,12 +373,260 @@ def cluster_case(rounds: int) -> None:
         cluster.shutdown()
 
 
+# ---------------------------------------------------------------- the ceiling share table
+# Run by a fresh interpreter whose PYTHONPATH is the tree measured (this checkout or
+# --ref's): it imports only what every revision of ShardedVectorEnv has.
+_SHARE_PROBE = r"""
+import json, multiprocessing as mp, sys, time
+import numpy as np
+from batchenv import BatchPong, ShardedVectorEnv
+
+UNIT = 1_000_000  # iterations of the pure compute loop per process and round
+
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def spinner(conn):
+    while True:
+        n = conn.recv()
+        if n is None:
+            return
+        start = time.perf_counter()
+        spin(n)
+        conn.send(time.perf_counter() - start)
+
+
+def per_call(fn, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def stepper(env, n):
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 3, n) for _ in range(8)]
+    count = [0]
+
+    def step():
+        env.step(actions[count[0] & 7])
+        count[0] += 1
+
+    return step
+
+
+if __name__ == "__main__":
+    rounds = int(sys.argv[1])
+    ctx = mp.get_context("forkserver")
+    spinners = []
+    for _ in range(2):
+        ours, theirs = ctx.Pipe()
+        proc = ctx.Process(target=spinner, args=(theirs,), daemon=True)
+        proc.start()
+        spinners.append((ours, proc))
+    cases = {"state 65536": (65536, {}, 20), "pixels 4096": (4096, {"obs_type": "pixels"}, 20)}
+    steps = {}
+    envs = []
+    for case, (n, kwargs, calls) in cases.items():
+        one = BatchPong(n, copy=False, **kwargs)
+        contenders = {"one": one,
+                      "workers": ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                                  **kwargs)}
+        try:  # a revision from before local_shard has no such keyword
+            contenders["local"] = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                                   local_shard=True, **kwargs)
+        except TypeError:
+            pass
+        for env in contenders.values():
+            env.reset(seed=0)
+            envs.append(env)
+        steps[case] = ({key: stepper(env, n) for key, env in contenders.items()}, calls)
+    times = {"ceiling": {"one": [], "two": []}}
+    times.update({case: {k: [] for k in fns} for case, (fns, _) in steps.items()})
+    for fns, calls in steps.values():  # warm up
+        for fn in fns.values():
+            per_call(fn, 2)
+    spin(UNIT)
+    for _ in range(rounds):
+        start = time.perf_counter()
+        spin(2 * UNIT)
+        times["ceiling"]["one"].append(time.perf_counter() - start)
+        for conn, _ in spinners:
+            conn.send(UNIT)
+        times["ceiling"]["two"].append(max(conn.recv() for conn, _ in spinners))
+        for case, (fns, calls) in steps.items():
+            for key, fn in fns.items():
+                times[case][key].append(per_call(fn, calls))
+    for env in envs:
+        env.close()
+    for conn, proc in spinners:
+        conn.send(None)
+        proc.join()
+    print(json.dumps(times))
+"""
+
+
+def _tree_of(ref: str, where: str) -> str:
+    """The ``batchenv`` package of git revision ``ref``, extracted under ``where/ref``."""
+    import subprocess
+    import tarfile
+
+    root = str(Path(__file__).resolve().parents[1])
+    archive = os.path.join(where, f"{ref}.tar")
+    subprocess.run(["git", "-C", root, "archive", "-o", archive, ref, "batchenv"], check=True)
+    tree = os.path.join(where, ref)
+    os.makedirs(tree)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree)
+    return tree
+
+
+def share_cases(rounds: int, runs: int, refs: list[str]) -> None:
+    """Issue 22's table: the share of this machine's ceiling that 2 shards reach, for this
+    checkout and the revisions ``refs``, runs alternating in one invocation."""
+    import json
+    import subprocess
+    import tempfile
+
+    root = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, "probe.py")
+        with open(probe, "w") as f:
+            f.write(_SHARE_PROBE)
+        trees = {"this checkout": root}
+        for ref in refs:
+            trees[ref] = _tree_of(ref, tmp)
+        got: dict[str, list[dict]] = {label: [] for label in trees}
+        for r in range(runs):
+            order = list(trees) if r % 2 == 0 else list(trees)[::-1]
+            for label in order:
+                out = subprocess.run([sys.executable, probe, str(rounds)], check=True,
+                                     capture_output=True, text=True, cwd=tmp,
+                                     env={**os.environ, "PYTHONPATH": trees[label]}).stdout
+                got[label].append(json.loads(out.splitlines()[-1]))
+    print(f"# share of the ceiling: {runs} run(s) per tree of {rounds} interleaved rounds; "
+          f"ratio = one process time / sharded time; ceiling = one process's pure compute "
+          f"loop time / two processes' (each half the loop) in the same round; share = "
+          f"ratio / ceiling, round by round; medians (range over rounds)")
+    print(f"{'tree':16s} {'case':12s} {'form':9s} {'ratio':>20s} {'ceiling':>20s} "
+          f"{'share of ceiling':>18s}")
+    for label, results in got.items():
+        ceilings = [one / two for res in results
+                    for one, two in zip(res["ceiling"]["one"], res["ceiling"]["two"])]
+        for case in ("state 65536", "pixels 4096"):
+            for form, name in (("workers", "2 workers"), ("local", "local")):
+                if form not in results[0][case]:
+                    print(f"{label[:16]:16s} {case:12s} {name:9s} (no local_shard there)")
+                    continue
+                ratios = [o / t for res in results
+                          for o, t in zip(res[case]["one"], res[case][form])]
+                shares = [ratio / ceiling for ratio, ceiling in zip(ratios, ceilings)]
+                print(f"{label[:16]:16s} {case:12s} {name:9s} "
+                      f"{_spread(ratios, 'x'):>20s} {_spread(ceilings, 'x'):>20s} "
+                      f"{_spread([100 * s for s in shares], '%'):>18s}")
+
+
+def _spread(values: list[float], unit: str) -> str:
+    return (f"{statistics.median(values):.2f}{unit} ({min(values):.2f}-{max(values):.2f})"
+            if unit == "x" else
+            f"{statistics.median(values):.0f}{unit} ({min(values):.0f}-{max(values):.0f})")
+
+
+# ---------------------------------------------------------------- local_shard, double buffer
+def _linear(inputs: int, seed: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+    """A fixed linear policy (action 1 or 2 by the sign of ``obs @ w``): work to overlap,
+    of the order of a step of the same batch (a larger network only dilutes the env's
+    share, and so the most the double buffer can hide)."""
+    w = np.random.default_rng(seed).standard_normal(inputs).astype(np.float32)
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        return 1 + (obs.reshape(len(obs), -1).astype(np.float32) @ w > 0)
+
+    return policy
+
+
+def _subsampled(policy: Callable[[np.ndarray], np.ndarray]) -> Callable:
+    return lambda obs: policy(obs[:, ::6, ::6])  # 84x84 -> 14x14
+
+
+def options_cases(rounds: int) -> None:
+    """``local_shard`` against 2 workers (``step``; also at 64 envs, where the handshake is
+    most of a step), and the double buffer against the
+    plain loop with a linear policy (both 2 workers, then both ``local_shard``). Ratio = the
+    plain form's time / the option's: above 1, the option pays."""
+    results: dict = {}
+    for what, n, kwargs, calls, policy in (
+            ("state 65536", 65536, {}, 20, _linear(6)),
+            ("pixels 4096", 4096, {"obs_type": "pixels"}, 20, _subsampled(_linear(196)))):
+        def sharded(n=n, kwargs=kwargs, local=False):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                   local_shard=local, **kwargs)
+            env.reset(seed=0)
+            return env, stepper(env, n)
+
+        compare(f"local_shard {what}", sharded, lambda s=sharded: s(local=True),
+                calls, rounds, results)
+        if what.startswith("state"):  # where the handshake is most of a step
+            compare("local_shard state 64", lambda s=sharded: s(n=64),
+                    lambda s=sharded: s(n=64, local=True), 300, rounds, results)
+
+        def plain(n=n, kwargs=kwargs, policy=policy, local=False):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                   local_shard=local, **kwargs)
+            obs = [env.reset(seed=0)[0]]
+
+            def loop() -> None:  # policy on the whole batch, then the whole batch steps
+                obs[0] = env.step(policy(obs[0]))[0]
+
+            return env, loop
+
+        def double(n=n, kwargs=kwargs, policy=policy, local=False):
+            env = ShardedVectorEnv(BatchPong, n, num_workers=2, copy=False,
+                                   local_shard=local, **kwargs)
+            env.async_reset(seed=0)
+
+            def loop() -> None:  # one step of every env: each half's policy, in turn
+                for _ in range(2):
+                    obs, *_, info = env.recv()
+                    env.send(policy(obs), info["env_id"])
+
+            return env, loop
+
+        compare(f"double buffer {what}", plain, double, calls, rounds, results)
+        compare(f"double buffer local {what}", lambda p=plain: p(local=True),
+                lambda d=double: d(local=True), calls, rounds, results)
+        one = BatchPong(n, copy=False, **kwargs)
+        obs = one.reset(seed=0)[0]
+        results[f"policy alone {what}"] = block_time(lambda o=obs, p=policy: p(o), calls)
+        one.close()
+    for name, value in results.items():
+        if name.startswith("policy"):
+            print(f"{name:30s} {value * 1e3:8.2f} ms per whole batch")
+            continue
+        ratio, lo, hi, t_plain, t_option = value
+        print(f"{name:30s} {ratio:5.2f}x (rounds {lo:.2f}-{hi:.2f})  plain "
+              f"{t_plain * 1e3:8.2f} ms/step, option {t_option * 1e3:8.2f} ms/step")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--only", choices=["process", "ray", "cluster"], default=None,
+    p.add_argument("--only", choices=["process", "ray", "cluster", "share", "options"],
+                   default=None,
                    help="one group of cases (cluster: a simulated two-node Ray cluster, "
-                        "figures for docs/scaling-out.md; not run by default)")
+                        "figures for docs/scaling-out.md; share: the ceiling share table; "
+                        "options: local_shard and the double buffer; these three are not "
+                        "run by default)")
+    p.add_argument("--ref", action="append", default=[],
+                   help="with --only share: also measure this git revision, in the same run "
+                        "(repeatable)")
+    p.add_argument("--runs", type=int, default=2,
+                   help="with --only share: fresh processes per tree (alternating)")
     p.add_argument("--no-targets", action="store_true", help="print only; always exit 0")
     p.add_argument("--ray-defaults", action="store_true",
                    help="start Ray as it comes (actors at nice 15, object store not "
@@ -379,6 +645,10 @@ def main(argv: list[str] | None = None) -> int:
         ray_cases(args.rounds, results)
     if args.only == "cluster":
         cluster_case(args.rounds)
+    if args.only == "share":
+        share_cases(args.rounds, args.runs, args.ref)
+    if args.only == "options":
+        options_cases(args.rounds)
     missed = []
     ceiling = results.get("ceiling state 65536", (None,))[0]
     for name, (ratio, lo, hi, t_one, t_sharded) in results.items():

@@ -130,6 +130,24 @@ def test_ppo_minatar_smoke(tmp_path, game):
         assert (tmp_path / "curve.png").stat().st_size > 1000
 
 
+def test_ppo_minigrid_smoke(tmp_path):
+    """A few updates on DoorKey-5x5 with the env's rules uncompiled (kernels="python": no
+    numba compile in the test) and 12-step episodes, so that episodes end and are truncated."""
+    ppo = load("ppo_minigrid")
+    csv_path = tmp_path / "doorkey.csv"
+    summary = ppo.main(["--env", "DoorKey-5x5", "--kernels", "python", "--num-envs", "8",
+                        "--num-steps", "16", "--total-steps", "256", "--num-minibatches", "2",
+                        "--update-epochs", "1", "--threads", "1", "--max-episode-steps", "12",
+                        "--eval-envs", "4", "--csv", str(csv_path)])
+    assert summary["global_step"] == 256
+    check_run(summary, csv_path, 0, 1)  # minigrid's reward: 1 - 0.9 * steps / max_steps
+    assert summary["truncations"] > 0  # the bootstrap path ran
+    assert 0 <= summary["eval_mean_return"] <= 1
+    agent = ppo.Agent(7, 8, 16)
+    logits, value = agent(torch.zeros((5, 7, 7, 3), dtype=torch.uint8))
+    assert logits.shape == (5, 7) and value.shape == (5,)
+
+
 def test_ppo_envpool_style_smoke():
     """The CleanRL/EnvPool-style script runs on BatchPong pixels through async_reset / send /
     recv; short games and a step limit so that episodes end within the tiny budget."""

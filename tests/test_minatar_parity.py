@@ -56,8 +56,8 @@ def test_breakout_random_policy(sticky, kernels):
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_breakout_scripted_policy_clears_walls(sticky, kernels):
-    env = BatchBreakout(64, sticky_action_prob=sticky, kernels=kernels)
+def test_breakout_scripted_policy_clears_walls(sticky, long_run_kernels):
+    env = BatchBreakout(64, sticky_action_prob=sticky, kernels=long_run_kernels)
     res = run(env, BREAKOUT, 600, breakout_tracker, seed=77, rng=np.random.RandomState(1))
     # long episodes: walls of 30 bricks cleared and rebuilt (a return above 30)
     assert max(res.returns) > 30 and max(res.lengths) > 200
@@ -80,8 +80,8 @@ def test_freeway_random_policy(sticky, kernels):
     assert res.steps == 64 * 400
 
 
-def test_freeway_scripted_policy_crosses_until_the_time_limit(kernels):
-    env = BatchFreeway(40, sticky_action_prob=0.1, kernels=kernels)
+def test_freeway_scripted_policy_crosses_until_the_time_limit(long_run_kernels):
+    env = BatchFreeway(40, sticky_action_prob=0.1, kernels=long_run_kernels)
     res = run(env, FREEWAY, 2600, freeway_climber, seed=21, rng=np.random.RandomState(4))
     assert res.lengths[:40] == [2501] * 40  # every episode ends at the time limit
     assert min(res.returns) >= 5  # crossings (and new car speeds) in every episode
@@ -130,8 +130,8 @@ def test_asterix_random_policy(sticky, kernels):
 
 
 @pytest.mark.parametrize("ramping", [True, False])
-def test_asterix_scripted_policy_reaches_ramped_levels(ramping, kernels):
-    env = BatchAsterix(64, difficulty_ramping=ramping, kernels=kernels)
+def test_asterix_scripted_policy_reaches_ramped_levels(ramping, long_run_kernels):
+    env = BatchAsterix(64, difficulty_ramping=ramping, kernels=long_run_kernels)
     res = run(env, ASTERIX, 800, asterix_dodger, seed=31, rng=np.random.RandomState(7))
     assert res.extra_max >= (4 if ramping else 0) and max(res.lengths) > 400
     if not ramping:

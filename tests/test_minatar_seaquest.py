@@ -87,11 +87,11 @@ def test_random_policy(sticky, kernels):
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
-def test_scripted_policy_reaches_the_top_of_the_ramp(kernels):
+def test_scripted_policy_reaches_the_top_of_the_ramp(long_run_kernels):
     # without sticky actions the look-ahead keeps the submarine alive: 6 divers, a full
     # surfacing, then -1 divers and bobbing to the fastest spawn rate; up to 30 enemies
     occupancy: list[int] = []
-    env = BatchSeaquest(32, sticky_action_prob=0.0, kernels=kernels)
+    env = BatchSeaquest(32, sticky_action_prob=0.0, kernels=long_run_kernels)
     res = run(env, SEAQUEST, 1100, diver_hunter(env, track=occupancy), seed=3,
               rng=np.random.RandomState(1))
     assert res.extra_max == 19  # spawn speed 1, move interval 2: the end of the ramp

@@ -91,15 +91,15 @@ def test_random_policy(sticky, kernels):
 
 
 @pytest.mark.parametrize("sticky,steps", [(0.1, 900), (0.0, 700)])
-def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps, kernels):
-    env = BatchSpaceInvaders(24, sticky_action_prob=sticky, kernels=kernels)
+def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps, long_run_kernels):
+    env = BatchSpaceInvaders(24, sticky_action_prob=sticky, kernels=long_run_kernels)
     res = run(env, SPACE_INVADERS, steps, sniper(env), seed=5, rng=np.random.RandomState(1))
     assert res.extra_max >= 3  # three waves cleared, each marching faster
     assert max(res.returns + [0]) >= 3 * 24 or max(res.lengths + [steps]) >= steps
 
 
-def test_scripted_policy_without_ramping(kernels):
-    env = BatchSpaceInvaders(16, difficulty_ramping=False, kernels=kernels)
+def test_scripted_policy_without_ramping(long_run_kernels):
+    env = BatchSpaceInvaders(16, difficulty_ramping=False, kernels=long_run_kernels)
     res = run(env, SPACE_INVADERS, 600, sniper(env), seed=7, rng=np.random.RandomState(2))
     assert res.extra_max == 0 and res.reward > 16 * 24  # waves cleared, no ramp
 

@@ -277,6 +277,20 @@ def test_ids_give_the_native_env():
     assert env.reset(seed=0)[0].shape == (2, 7, 7, 3)
 
 
+def test_max_episode_steps_none_is_the_familys_limit():
+    """max_episode_steps=None (a training script's unset flag) keeps minigrid's max_steps:
+    the episode is truncated there, and its rewards never go below 0."""
+    env = batchenv.make("MiniGrid-DoorKey-5x5-v0", 2, max_episode_steps=None)
+    assert env.max_episode_steps == 250
+    env.reset(seed=0)
+    for _ in range(249):
+        _, reward, _, truncated, _ = env.step(np.array([common.LEFT, common.LEFT]))
+        assert not truncated.any() and (reward == 0).all()
+    _, _, _, truncated, _ = env.step(np.array([common.LEFT, common.LEFT]))
+    assert truncated.all()
+    assert batchenv.make("MiniGrid-DoorKey-5x5-v0", 2, max_episode_steps=7).max_episode_steps == 7
+
+
 def test_doorkey_reward_on_goal():
     env = BatchDoorKey(1, size=5)
     env.reset(seed=0)

@@ -21,7 +21,7 @@ from batchenv import BatchPong, ShardedVectorEnv, ShardError
 
 # Ray takes seconds to start per instance, and these are fault suites: marked slow (CI runs
 # them in its `-m slow` pass); under pytest-xdist they stay on one worker (one Ray at a time).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.slow
 
 N = 21
 EPISODE = 30
@@ -209,6 +209,35 @@ class TestLocalRay:
         finally:
             env.close()
         assert shm_blocks() == before
+
+    def test_refused_calls_change_nothing_and_leave_the_env_usable(self) -> None:
+        """Issue 22 items 4 and 6 on Ray actors (the driver's own checks, as with worker
+        processes): a set_state with one bad record in shard 1 is refused naming the
+        caller's env index, and no shard changes; get_attr/call typos raise
+        AttributeError; the env then steps as the unsharded one."""
+        ref = BatchPong(N)
+        env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")
+        try:
+            ref.reset(seed=3)
+            env.reset(seed=3)
+            before = env.get_state()
+            field = next(f for f in env.full_state_dtype.names
+                         if env.full_state_dtype[f].kind == "f")
+            bad = before.copy()
+            bad[field] += 1  # every row changes, but row 17 (shard 1) is refused
+            bad[field][17] = np.nan
+            with pytest.raises(ValueError, match=r"env indices \[17\]"):
+                env.set_state(bad)
+            assert np.array_equal(env.get_state(), before)
+            with pytest.raises(AttributeError):
+                env.get_attr("paddle_sped")
+            with pytest.raises(AttributeError):
+                env.call("rset")
+            a = np.ones(N, np.int64)
+            assert_same(ref.step(a), env.step(a), "after the refused calls")
+        finally:
+            env.close()
+            ref.close()
 
     def test_double_buffered_halves_alternate(self) -> None:
         env = ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray")

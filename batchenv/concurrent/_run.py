@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from batchenv.core import _listed
+from batchenv.validation import listed
 
 
 class SubEnvError(RuntimeError):
@@ -37,7 +37,7 @@ class SubEnvError(RuntimeError):
         self.__cause__ = self.errors[self.env_index]
         each = [f"env {i}{_describe(method, e)}" for i, e in self.errors.items()]
         super().__init__(each[0] if len(each) == 1 else
-                         f"envs {_listed(np.asarray(list(self.errors)))} raised errors in "
+                         f"envs {listed(np.asarray(list(self.errors)))} raised errors in "
                          f"{method}(): " + "; ".join(each[:5]) + "; ..." * (len(each) > 5))
 
 
@@ -67,7 +67,7 @@ class SubEnvTimeoutError(TimeoutError):
     def __init__(self, method: str, env_indices: list[int], timeout: float, num_envs: int):
         self.method, self.env_indices, self.timeout = method, env_indices, timeout
         super().__init__(f"{method}() timed out after {timeout:g} s: envs "
-                         f"{_listed(np.asarray(env_indices))} (of {num_envs}) did not answer."
+                         f"{listed(np.asarray(env_indices))} (of {num_envs}) did not answer."
                          + " They must be reset (reset() or reset(options={'reset_mask': m}))"
                          " before the next step." * (method in ("step", "reset")))
 

@@ -25,11 +25,11 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector.utils import batch_differing_spaces, concatenate, create_empty_array, iterate
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from batchenv import core
+from batchenv import core, validation
 from batchenv._envpool import EnvPoolAPI
 from batchenv.concurrent import _run
 from batchenv.concurrent._run import BadResult, SubEnvError
-from batchenv.core import _listed
+from batchenv.validation import listed
 
 #: Upper bound on the number of worker threads chosen by ``max_workers=None``.
 MAX_THREADS = 256
@@ -87,10 +87,10 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
                 raise TypeError(f"env_fns[{i}] must be callable, got {type(fn).__name__}")
         if executor not in ("thread", "asyncio"):
             raise ValueError(f"executor must be 'thread' or 'asyncio', got {executor!r}")
-        if max_workers is not None and not (core._is_int(max_workers) and max_workers >= 1):
+        if max_workers is not None and not (validation.is_int(max_workers) and max_workers >= 1):
             raise ValueError(f"max_workers must be None or an int >= 1, got {max_workers!r}")
         self.timeout = _check_timeout(timeout)
-        self.autoreset_mode = core._check_autoreset_mode(autoreset_mode)
+        self.autoreset_mode = validation.check_autoreset_mode(autoreset_mode)
         self.executor, self.copy, self.num_envs = executor, copy, len(env_fns)
         n = self.num_envs
         self.max_workers = min(n, MAX_THREADS) if max_workers is None else int(max_workers)
@@ -316,14 +316,14 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
 
     async def _reset(self, seed: Any, options: Any, timeout: float | None):
         n, idx = self.num_envs, list(range(self.num_envs))
-        values, given = core.check_seed(seed, n)  # BatchEnv's seed and mask rules
+        values, given = validation.check_seed(seed, n)  # BatchEnv's seed and mask rules
         seeds = [int(v) if g else None for v, g in zip(values.tolist(), given.tolist())]
         if isinstance(options, Mapping) and "reset_mask" in options:
-            mask: Any = core._check_options({"reset_mask": options["reset_mask"]}, n)
+            mask: Any = validation.check_options({"reset_mask": options["reset_mask"]}, n)
             idx = np.flatnonzero(mask).tolist()
             options = {k: v for k, v in options.items() if k != "reset_mask"}
         elif not isinstance(options, Mapping):  # other keys are the sub-envs' business
-            core._check_options(options, n)
+            validation.check_options(options, n)
         batch = await self._batch("reset", _run.reset, [(s, options) for s in seeds], idx,
                                   timeout)
         bad = self._store_obs({i: r[0] for i, r in batch.results.items()})
@@ -344,9 +344,9 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
             if self._never:
                 raise core.StepBeforeResetError(
                     "step() called before reset(): call reset() first" if len(self._never) == n
-                    else f"step() called before envs {_listed(np.array(sorted(self._never)))} "
+                    else f"step() called before envs {listed(np.array(sorted(self._never)))} "
                     "were ever reset: call reset() first")
-            raise ResetNeeded(f"envs {_listed(np.array(sorted(self._broken)))} failed or timed "
+            raise ResetNeeded(f"envs {listed(np.array(sorted(self._broken)))} failed or timed "
                               "out in their last step/reset: reset them (reset(), or reset("
                               "options={'reset_mask': mask})) before stepping again")
         _check_actions(self.action_space, actions)
@@ -414,7 +414,7 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
                            [i for i in present if i not in stuck], self._is_async, self._locks,
                            self._pool, self._loop)
         if not batch.wait(timeout) and (late := batch.stop()) and report:
-            warnings.warn(f"{type(self).__name__}.close(): envs {_listed(np.asarray(late))} did "
+            warnings.warn(f"{type(self).__name__}.close(): envs {listed(np.asarray(late))} did "
                           f"not close within {timeout:g} s; abandoning them", RuntimeWarning,
                           stacklevel=3)
         self._pool.shutdown()

@@ -162,7 +162,7 @@ class ProcessBackend:
         self.go: list[Any] = []
         self.done: list[Any] = []
         self.hung: set[int] = set()  # shards that timed out: killed without waiting
-        method = start_method or default_start_method()
+        method = self.method = start_method or default_start_method()
         if method == "fork":
             raise ValueError("start_method='fork' is not supported (fork after threads "
                              "deadlocks); use 'forkserver' or 'spawn'")
@@ -292,13 +292,28 @@ class ProcessBackend:
 
     def disown(self) -> None:
         """In a child made by ``os.fork()``: let go of the parent's workers without
-        touching them. multiprocessing would otherwise terminate the parent's daemonic
-        workers at the child's exit (it lists them as the child's own, inherited from the
-        parent): the one private name used here, as the stdlib offers no other way."""
-        from multiprocessing import process
-
-        for proc in self.processes:
-            process._children.discard(proc)  # type: ignore[attr-defined]
+        touching them. multiprocessing lists them as the child's own processes too (its
+        list of children is inherited), and at the child's exit would terminate them and
+        then fail to join them. So the child closes its copies of the worker ``Process``
+        objects (``Process.close()``, which also drops them from that list): each one's
+        ``sentinel`` is first pointed at ``/dev/null`` in the child, so that it reads as
+        ended there (the real sentinel, the parent's pipe from the forkserver, is never
+        read in the child: that would take the worker's exit status from the parent).
+        A worker started by ``"spawn"`` is a direct child of the driver, whose liveness
+        multiprocessing checks with ``waitpid`` (not the sentinel); the child cannot
+        close it and leaves it listed (documented in docs/scaling-out.md)."""
+        if self.method != "forkserver":
+            return
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            for proc in self.processes:
+                try:
+                    os.dup2(null, proc.sentinel)
+                    proc.close()
+                except ValueError:  # closed already, or (not expected) still running
+                    pass
+        finally:
+            os.close(null)
 
     def close(self) -> None:
         """Stop the workers (asked, then terminated, then killed) and unlink the blocks;

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from batchenv.core import BatchEnv
+from batchenv.core import BatchEnv, adopt_output_buffers
 from batchenv.validation import action_checker
 
 #: Seconds between a worker's checks that its driver is still there, during a rollout.
@@ -114,21 +114,8 @@ def adopt_buffers(env: Any, views: dict[str, np.ndarray]) -> bool:
     copies no output at all. Envs that draw incrementally into their observation buffer
     (BatchPong's pixels) keep doing so there. Falls back to copying (False) if the env's
     buffers are not the base class's usual ones."""
-    obs, reward, flags = views["obs"], views["reward"], views["flags"]
-    try:
-        ok = (env._obs.shape == obs.shape and env._obs.dtype == obs.dtype
-              and env._reward.shape == reward.shape and env._flags.shape == flags.shape)
-    except AttributeError:
-        return False
-    if not ok:
-        return False
-    obs[...] = env._obs
-    obs.flags.writeable = env._obs.flags.writeable
-    reward[...] = env._reward
-    flags[...] = env._flags
-    env._obs, env._reward, env._flags = obs, reward, flags
-    env._terminated, env._truncated = views["terminated"], views["truncated"]
-    return True
+    return adopt_output_buffers(env, views["obs"], views["reward"], views["flags"],
+                                views["terminated"], views["truncated"])
 
 
 def write_out(views: dict[str, np.ndarray], out: StepOut) -> None:

@@ -59,7 +59,10 @@ class BatchMiniGrid(BatchEnv):
         ])
         shape = (common.VIEW, common.VIEW, 3) if observation == "image" else (w, h, 3)
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
-        kwargs.setdefault("max_episode_steps", self.max_steps)  # minigrid's truncation
+        # minigrid truncates at max_steps always: None (the default of a caller's flag) means
+        # the family's limit too, not no limit (past it the reward would go negative)
+        if kwargs.get("max_episode_steps") is None:
+            kwargs["max_episode_steps"] = self.max_steps
         super().__init__(num_envs, **kwargs)
 
     def family_fields(self) -> list[tuple[Any, ...]]:

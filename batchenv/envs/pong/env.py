@@ -160,9 +160,10 @@ class BatchPong(BatchEnv[PongState]):
       one loop with the base class's per-step work; ``num_threads=`` splits it), ``"python"``
       (the same per-env rules as a Python loop: slow, for a debugger) or ``"auto"``
       (default: ``"numpy"``; ``"numba"`` is the faster form for the state observation and
-      for images with the default copy, but compiles its loops in every new process, see
-      docs/pong.md, "Kernels"). Every form gives the same results, bit for bit: states,
-      random streams, observations, rewards, flags.
+      for images with the default copy, but not for ``copy=False`` images, and compiles its
+      loops in the first process on a machine, see docs/pong.md, "Kernels"). Every form
+      gives the same results, bit for bit: states, random streams, observations, rewards,
+      flags.
     * any field of :class:`PongParams` may be given as a keyword (``points_to_win=5``);
     * ``autoreset_mode``, ``max_episode_steps``, ``copy``, ``validate``, ``render_mode``
       (``"rgb_array"``: one (H, W, 3) frame per env, ``render_scale`` pixels per cell;
@@ -257,9 +258,8 @@ class BatchPong(BatchEnv[PongState]):
         self.constants = per_env.kernel_constants(self)
         if kwargs.get("kernels", "auto") == "auto":
             # the numpy kernels: the per-env ones are faster for the state observation and
-            # for images with a copy (docs/performance.md, "Per-env kernels: BatchPong"),
-            # but numba compiles them in every new process (no on-disk cache yet), which
-            # every sharded worker and short script would pay; kernels="numba" asks for them
+            # for images with a copy, not everywhere, and the first process on a machine
+            # compiles them (docs/pong.md, "Kernels"); kernels="numba" asks for them
             kwargs["kernels"] = "numpy"
         super().__init__(num_envs, **kwargs)
         n = self.num_envs
