@@ -11,6 +11,9 @@ axis is the env row; kernels read and write ``s.ball_x`` etc. directly. Scalar f
 same dtype are rows of one 2-D block (fields x envs), so every field is contiguous *and*
 consecutive fields can be read as one ``(k, n)`` array (:func:`fields_view`), e.g. to write
 a whole observation in one ufunc call. Moving rows between states copies whole blocks.
+The rows of a block of 8 fields or more are padded to an odd number of cache lines, so such a
+block is a view of a longer array: split its first axis, never flatten it (:func:`_new_block`
+says why).
 
 The schema can be written as a typed :class:`State` subclass, one annotation per field
 (``ball_x: Field[np.float32]``, or ``Annotated[Field[np.uint8], (10, 10)]`` for a field of
@@ -54,7 +57,6 @@ class State:
         self._dtype = np.dtype(dtype)
         assert self._dtype.names is not None, "a State needs a structured dtype"
         self._size = int(size)
-        self._blocks: dict[str, np.ndarray] = {}  # base dtype -> (fields, rows) block
         self._slots: dict[str, tuple[str, int]] = {}  # field -> (block, row of block)
         fields = self._dtype.fields
         assert fields is not None
@@ -65,14 +67,25 @@ class State:
             if field.shape == ():
                 key = field.str
                 self._slots[name] = (key, sum(1 for k, _ in self._slots.values() if k == key))
-        for key in {k for k, _ in self._slots.values()}:
-            count = sum(1 for k, _ in self._slots.values() if k == key)
-            self._blocks[key] = np.zeros((count, self._size), dtype=np.dtype(key))
+        self._allocate()
+
+    def _allocate(self) -> None:
+        """Zeroed storage for ``_size`` rows: a block per scalar dtype (:func:`_new_block`)
+        and an array per shaped field, each starting at its own offset in the page
+        (:func:`_staggered`)."""
+        self._blocks: dict[str, np.ndarray] = {}  # base dtype -> (fields, rows) block
+        counts: dict[str, int] = {}
+        for key, _ in self._slots.values():
+            counts[key] = counts.get(key, 0) + 1
+        for key, count in counts.items():
+            self._blocks[key] = _new_block(count, self._size, np.dtype(key), len(self._blocks))
         self._bind()
-        for name in self._dtype.names:
-            if name not in self._slots:
-                field = fields[name][0]
-                _bind(self, name, np.zeros((self._size, *field.shape), dtype=field.base))
+        fields = self._dtype.fields
+        assert fields is not None
+        shaped = [name for name in self._names() if name not in self._slots]
+        for order, name in enumerate(shaped, start=len(self._blocks)):
+            field = fields[name][0]
+            _bind(self, name, _staggered((self._size, *field.shape), field.base, order))
 
     def _bind(self) -> None:
         for name, (key, row) in self._slots.items():
@@ -119,6 +132,44 @@ class State:
 
 
 _bind = object.__setattr__  # binds a field's array (the State's own __setattr__ refuses)
+
+
+_LINE = 64  # bytes of a cache line
+_PAGE = 4096  # an L1 data cache's set period (64 sets of 64-byte lines) and a page
+# Blocks of fewer rows stay one contiguous array: their rows fit the L1's 8 ways even in one
+# set, and numpy's 2-D passes over a contiguous (k, n) block are a few % faster (BatchPong's
+# numpy kernels: docs/performance.md, "State layout: padded rows")
+_PADDED_FROM = 8
+
+
+def _new_block(count: int, size: int, dtype: np.dtype, order: int) -> np.ndarray:
+    """A zeroed ``(count, size)`` block whose rows (fields) are an odd number of cache
+    lines apart (a block of 8 rows or more; a smaller one is contiguous).
+
+    Why: one env's fields sit at the same offset of every row, so with rows a multiple of
+    4 KiB apart (``size * itemsize`` = 4096, 8192, ...: the usual powers-of-two batches)
+    all of an env's fields fall in one set of the L1 cache (and with 2 KiB, 1 KiB apart in
+    2, 4 sets), whose 8 ways cannot hold them: a per-env pass over a game with hundreds of
+    slot columns (MinAtar Seaquest) then runs at half speed (docs/performance.md,
+    "State layout: padded rows"). Rows an odd number of lines apart visit every set. The block is a
+    ``(count, size)`` view of a longer one, so it is not contiguous as a whole: a row is,
+    and splitting its first axis (``reshape(fields, slots, size)``) is a view, but
+    flattening it (``reshape(-1)``) would be a copy."""
+    stride = size
+    if count >= _PADDED_FROM and _LINE % dtype.itemsize == 0:  # (a bytes field may not fit)
+        lines = max(1, -(-size * dtype.itemsize // _LINE))
+        stride = (lines + 1 - lines % 2) * _LINE // dtype.itemsize
+    return _staggered((count, stride), dtype, order)[:, :size]
+
+
+def _staggered(shape: tuple[int, ...], dtype: np.dtype, order: int) -> np.ndarray:
+    """A zeroed C-contiguous array of ``shape`` whose first byte is cache line
+    ``order * 5 % 64`` of its page: a State's arrays (allocated alike, so all at the same
+    offset of their pages) then do not start in the same L1 set."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + _PAGE + _LINE, dtype=np.uint8)
+    start = (order * 5 % (_PAGE // _LINE) * _LINE - raw.ctypes.data) % _PAGE
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _from_records_new(rec: np.ndarray, cls: type[State] = State) -> State:
@@ -181,13 +232,14 @@ _S = TypeVar("_S", bound=State)
 
 
 def take_rows(s: _S, idx: np.ndarray) -> _S:
-    """A new State holding copies of rows ``idx`` of ``s``."""
+    """A new State holding copies of rows ``idx`` of ``s`` (laid out as a new State)."""
     out = type(s).__new__(type(s))
     out._dtype, out._size, out._slots = s._dtype, len(idx), s._slots
-    out._blocks = {key: block[:, idx] for key, block in s._blocks.items()}
-    out._bind()
+    out._allocate()
+    for key, block in s._blocks.items():
+        np.take(block, idx, axis=1, out=out._blocks[key])
     for name in _others(s):
-        _bind(out, name, getattr(s, name)[idx])
+        np.take(getattr(s, name), idx, axis=0, out=getattr(out, name))
     return out
 
 

@@ -282,6 +282,28 @@ def test_state_layout_fields_are_contiguous_and_consecutive_fields_form_a_block(
     assert s.a[0] == 1 and np.shares_memory(sub.a, fields_view(sub, ["a", "b"]))
 
 
+@pytest.mark.parametrize("n", [1, 7, 1024, 4096, 4000])
+def test_state_blocks_rows_are_an_odd_number_of_cache_lines_apart(n):
+    # so that one env's fields do not all fall in one L1 set (4096 int8 envs: rows 4 KiB
+    # apart): blocks of 8 fields or more; the block stays a view of the storage, and so do
+    # its splits; smaller blocks stay contiguous
+    names = [f"c{j}" for j in range(8)]
+    s = State(np.dtype([(name, np.int8) for name in names] + [("f", np.float32),
+                                                              ("g", np.float32)]), n)
+    block = fields_view(s, names)
+    lines, rest = divmod(block.strides[0], 64)
+    assert rest == 0 and lines % 2 == 1 and block.strides[0] >= n
+    assert block.strides[1] == 1
+    assert fields_view(s, ["f", "g"]).flags.c_contiguous  # two rows: not padded
+    split = block.reshape(2, 4, n)  # (fields, slots, n): a view, writes reach the state
+    split[1, 3, n - 1] = 5
+    assert s.c7[n - 1] == 5 and np.shares_memory(split, s.c0)
+    starts = {a.ctypes.data % 4096 for a in (s.c0, s.f)}
+    assert len(starts) == 2  # the blocks start in different sets too
+    sub = take_rows(s, np.array([n - 1, 0]))  # a new state: the same layout
+    assert fields_view(sub, names).strides[0] % 128 == 64 and sub.c7[0] == 5
+
+
 def test_null_env_does_nothing_but_the_base_class_bookkeeping():
     env = NullEnv(4)
     obs, _ = env.reset(seed=0)

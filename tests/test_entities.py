@@ -105,7 +105,7 @@ def test_slot_columns_are_one_slot_major_block_of_the_state():
     assert slot_names(["x", "y"], 2) == ("x_0", "x_1", "y_0", "y_1")
     s = State(dtype, n)
     xy = slot_view(s, ("x", "y"), k)
-    assert xy.shape == (2, k, n) and xy[0].flags.c_contiguous
+    assert xy.shape == (2, k, n) and xy[0, 1].flags.c_contiguous
     xy[1, 2, 4] = 9  # slot 2 of y in env 4
     xy[0, 0] = np.arange(n)  # slot 0 of x in every env
     slot_view(s, ("alive",), k)[0, 1, 3] = True

@@ -725,18 +725,16 @@ def enemy_subs_fire(e: Slots, en: Enemies, alive: np.ndarray) -> None:
     flat, (x, y, dx) = _alive(firing, en.x, en.y, en.dx)
     inside = x.view(np.uint8) < GRID  # a bullet fired off the board leaves it at once
     board = (dx > 0).view(np.int8)[inside] * np.intp(GRID)  # 0 left, 1 right
-    board += y[inside]
-    board *= firing.shape[1]
-    board += e.flat_env(e.env_index).take(flat[inside])
-    np.bitwise_or.at(e.eb.reshape(-1), board, _BIT.take(x[inside]))
+    board += y[inside]  # the row of eb's (2 * GRID, n) rows
+    env = e.flat_env(e.env_index).take(flat[inside])
+    # (eb's rows are apart by more than n: not a flat array, batchenv.state._new_block)
+    np.bitwise_or.at(e.eb.reshape(2 * GRID, -1), (board, env), _BIT.take(x[inside]))
 
 
 def move_enemy_bullets(s: SeaquestState, e: Slots, terminated: np.ndarray) -> None:
     """Enemy bullets move a column their way, leaving the board at its sides; one in the
     submarine's cell before or after the move ends the episode."""
-    at = np.multiply(s.sub_y, len(s), dtype=np.intp)  # the submarine's row of a board
-    at += e.env_index
-    near = e.eb.reshape(2, -1).take(at, axis=1)  # (left-movers, right-movers)
+    near = e.eb[:, s.sub_y, e.env_index]  # the submarine's row: (left-, right-movers)
     near &= _REACH.take(s.sub_x, axis=1)
     terminated |= (near[0] | near[1]) != 0
     e.eb_left >>= 1
