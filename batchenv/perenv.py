@@ -263,8 +263,8 @@ def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, fina
                max_steps, lo, hi):  # the whole step in one pass
     for i in range(lo, hi):
         if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
-            # wraparound of negative indices, a load and two operations per access:
-            # BatchPong's step 1.6x faster, docs/performance.md)
+            # wraparound of negative indices, a load and two operations per access;
+            # docs/performance.md, "Per-env kernels: no wraparound")
             step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs,
                      final, mode, max_steps)
 '''
