@@ -306,9 +306,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         if self._needs_reset:
             self._check_open()
             raise StepBeforeResetError("step() called before reset(): call reset() first")
+        if self._per_env is not None and not self.debug:  # the whole step in one pass,
+            return self._per_env.step(self, actions)  # the actions' check included
         action = self._action_check(actions) if self.validate else read_only(actions)
-        if self._per_env is not None and not self.debug:  # the whole step in one pass
-            return self._per_env.step(self, action)
         s = self.state
         over = s.awaiting_reset
         # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()

@@ -35,6 +35,7 @@ import importlib.util
 import os
 import warnings
 from collections.abc import Callable
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -180,6 +181,66 @@ if numba_available():
     _compile_words()
 
 
+# ---------------------------------------------------------------- the actions' check
+def first_bad_action(action: np.ndarray, low: np.ndarray, high: np.ndarray, lo: int,
+                     hi: int) -> int:
+    """The first row in ``[lo, hi)`` whose action is out of range (``low <= a < high``,
+    elementwise for ``MultiDiscrete`` rows), or -1; the fused step's check. Float actions
+    (``Box``, checked by the Python checker before the loop) always pass. Compiled: one
+    branch-free pass over the batch (it vectorizes), and a second only if it found one."""
+    if action.dtype.kind == "f":
+        return -1
+    rows = action[lo:hi].reshape(hi - lo, -1)
+    bad = ((rows < low) | (rows >= high)).any(axis=1)
+    return int(lo + bad.argmax()) if bad.any() else -1
+
+
+def _compile_first_bad_action() -> None:
+    from numba.core import types
+    from numba.extending import overload
+
+    @overload(first_bad_action, inline="always")
+    def _first_bad(action, low, high, lo, hi):
+        if not isinstance(action.dtype, types.Integer):
+            def never(action, low, high, lo, hi):
+                return -1
+
+            return never
+        if action.ndim == 1:  # Discrete
+            def one(action, low, high, lo, hi):
+                a, b = low[0], high[0]
+                bad = False
+                for i in range(lo, hi):
+                    if i >= 0:  # (always: see step_fused)
+                        bad |= (action[i] < a) | (action[i] >= b)
+                if bad:
+                    for i in range(lo, hi):
+                        if i >= 0 and (action[i] < a or action[i] >= b):
+                            return i
+                return -1
+
+            return one
+
+        def row(action, low, high, lo, hi):  # MultiDiscrete
+            bad = False
+            for i in range(lo, hi):
+                if i >= 0:
+                    for k in range(action.shape[1]):
+                        bad |= (action[i, k] < low[k]) | (action[i, k] >= high[k])
+            if bad:
+                for i in range(lo, hi):
+                    for k in range(action.shape[1]):
+                        if i >= 0 and (action[i, k] < low[k] or action[i, k] >= high[k]):
+                            return i
+            return -1
+
+        return row
+
+
+if numba_available():
+    _compile_first_bad_action()
+
+
 # ---------------------------------------------------------------- the loops
 # The batch loops around one class's kernels, as the text of a module: the only definition
 # of their bodies. :func:`_loops` runs it with the kernels and the decorators as globals set
@@ -225,7 +286,7 @@ def observe_all(p, s, out, lo, hi):  # numpy form: observe
 
 
 @_inner
-def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, final, mode,
+def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, mode,
              max_steps):  # one env's whole step, base class included
     # each kernel has one call site (observe_env two): numba inlines every call site, so
     # fewer sites compile faster (docs/performance.md, "Compile time")
@@ -233,18 +294,16 @@ def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, fin
     t = False
     tr = False
     restart = False
-    final[i] = False
-    if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
-        restart = mode == 0  # resets it now, DISABLED keeps it frozen
-    else:
+    if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP (and
+        restart = mode != 2  # SAME_STEP, for a row set awaiting by set_state) resets it
+    else:  # now, DISABLED keeps it frozen
         r, t = step_env(p, s, i, action[i])
         elapsed = s.elapsed_steps[i] + 1
         s.elapsed_steps[i] = elapsed
-        tr = max_steps > 0 and elapsed >= max_steps
+        tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
         if t or tr:
             if mode == 1:  # SAME_STEP: the final observation, then a new episode
                 observe_env(p, s, i, final_obs[i])
-                final[i] = True
                 restart = True
             else:
                 s.awaiting_reset[i] = True
@@ -259,14 +318,19 @@ def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, fin
 
 
 @_outer
-def step_fused(p, s, action, reward, terminated, truncated, obs, final_obs, final, mode,
-               max_steps, lo, hi):  # the whole step in one pass
+def step_fused(p, s, action, low, high, reward, terminated, truncated, obs, final_obs, mode,
+               max_steps, check, lo, hi):  # the whole step in one pass
+    if check:  # every action in range before any row changes (a refusal changes nothing)
+        bad = first_bad_action(action, low, high, lo, hi)
+        if bad >= 0 or check == 2:  # (2: only the check; threads step the blocks after it)
+            return bad
     for i in range(lo, hi):
         if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
             # wraparound of negative indices, a load and two operations per access;
             # docs/performance.md, "Per-env kernels: no wraparound")
-            step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs,
-                     final, mode, max_steps)
+            step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, mode,
+                     max_steps)
+    return -1
 '''
 #: The loops :data:`_LOOPS` defines, by name.
 LOOP_NAMES = ("step_all", "reset_all", "reset_some", "observe_all", "step_fused")
@@ -326,7 +390,8 @@ def _loops(cls: type, how: str, borrowing: bool, fields: tuple[str, ...],
         def plain(f: Any) -> Any:
             return f
 
-        made = _run_loops(cls, text, dict(zip(PER_ENV_KERNELS, kernels)), plain, plain)
+        made = _run_loops(cls, text, {**dict(zip(PER_ENV_KERNELS, kernels)),
+                                      "first_bad_action": first_bad_action}, plain, plain)
     else:
         import numba
 
@@ -336,6 +401,7 @@ def _loops(cls: type, how: str, borrowing: bool, fields: tuple[str, ...],
         if borrowing:
             outer_options["_nrt"] = False
         injected = {name: inner(k) for name, k in zip(PER_ENV_KERNELS, kernels)}
+        injected["first_bad_action"] = first_bad_action
         made = _cached_loops(cls, text, kernels, injected, inner, outer, outer_options,
                              dtypes)
         if made is None:
@@ -471,8 +537,9 @@ class Runner:
         self.num_threads = num_threads
         self.borrowing = kernels == "numba"
         self._workers: _Workers | None = None
-        # step_fused's compiled entry point for the current arguments' types (see _fused)
-        self._entry: tuple[Any, ...] = ()
+        # step_fused's compiled entry point and what it was found for (see _entry_for)
+        self._entry: Any = None
+        self._entry_for: tuple[Any, ...] = (None,) * 6
         self._compiled: set[str] = set()  # loops called (so compiled) already
         hidden = set(getattr(cls, "kernel_hidden_fields", ()))
         self.hidden = hidden
@@ -501,8 +568,10 @@ class Runner:
             raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
                             f"a shape (observe_env writes obs = out[i]); got {space}")
         self.final_obs = np.zeros_like(env._obs)
-        self.final = np.zeros(env.num_envs, dtype=np.bool_)
         self.p: Any = self.params(env)
+        self.actions = _ActionForm(env.single_action_space, env.num_envs,
+                                    compiled=kernels == "numba")
+        self.pool = _OutputPool(env._obs, env.num_envs)
 
     def _use(self, made: _Loops) -> None:
         """Run ``made``'s loops, with their namedtuple classes of ``s`` and ``p``."""
@@ -510,6 +579,8 @@ class Runner:
         self.state_tuple: Any = made.state_tuple
         self.param_tuple: Any = made.param_tuple
         self._fields_of.clear()
+        self._state: Any = None  # the State whose namedtuple fields() made last
+        self._state_fields: Any = None
 
     def params(self, env: BatchEnv) -> Any:
         """The namedtuple of ``kernel_params`` values (read at every reset)."""
@@ -527,6 +598,7 @@ class Runner:
             held = self._fields_of[id(s)] = (s, self.state_tuple(
                 *(a for name, a in s if name not in self.hidden),
                 *(views[name] for name in self.view_names)))
+        self._state, self._state_fields = held  # (the env's own state: the step's shortcut)
         return held[1]
 
     def _run(self, name: str, n: int, *args: Any) -> None:
@@ -551,7 +623,7 @@ class Runner:
                 _remember_counting(self.loops[name])
                 self._use(_loops(self.cls, self.kernels, False, *self._tuples))
                 self._compiled.clear()
-                self._entry = ()
+                self._entry = None
                 p = self.param_tuple(*args[0]) if self.param_names else ()
                 if args[0] is self.p:
                     self.p = p
@@ -594,64 +666,183 @@ class Runner:
         with _writable(out):
             self._run("observe_all", len(out), self.p, self.fields(s), out)
 
-    def _fused(self, args: tuple[Any, ...], buffer: np.ndarray, fresh: bool) -> Any:
-        """``step_fused`` for ``args``: its compiled entry point, found once for these
-        arguments' types. numba's dispatcher finds it on every call, which for the state's
-        namedtuple of arrays costs microseconds per step (docs/performance.md, "Per-env
-        kernels"); here a step checks that the persistent arguments (``buffer``: the env's
-        observation buffer, or the template of the fresh one) are the same objects and
-        the action's array type is the same. The dispatcher (which compiles) runs for
-        anything new."""
+    def _resolve(self, env: BatchEnv, args: tuple[Any, ...], n: int
+                 ) -> tuple[int, tuple[Any, ...]]:
+        """The first fused step with these persistent arguments: a call through numba's
+        dispatcher (which compiles, or loads the cached machine code, and may fall back to
+        reference counting: new namedtuples) that only checks the actions (``check=2``:
+        no row changes, so a refusal changes nothing), then the compiled entry point for
+        the arguments' types, kept for the steps after it: the dispatcher finds it on
+        every call itself, which for the state's namedtuple of arrays costs microseconds
+        per step (docs/performance.md, "Per-env kernels"). Returns the check's status and
+        the arguments (their namedtuples those of the loops now run)."""
+        self._run("step_fused", n, *args[:12], 2)
+        args = (self.p, self.fields(env.state), *args[2:])
         loop = self.loops["step_fused"]
-        action = args[2]
-        flags = action.flags
-        key = (action.dtype, action.ndim, flags.c_contiguous, flags.f_contiguous,
-               flags.writeable, flags.aligned, fresh)
-        same = (args[0], args[1], buffer, *args[3:6], *args[7:9])
-        held = self._entry
-        if held and held[0] == key and all(a is b for a, b in zip(held[1], same)):
-            return held[2]
-        argtypes = tuple(loop.typeof_pyval(a) for a in (*args, 0, 0))
-        compiled = loop.overloads.get(argtypes)
-        if compiled is None:  # new types: the dispatcher compiles them
-            return loop
-        self._entry = (key, same, compiled.entry_point)
-        return compiled.entry_point
+        status = int(loop(*args[:12], 2, 0, n))
+        compiled = loop.overloads.get(tuple(loop.typeof_pyval(a) for a in (*args, 0, 0)))
+        self._entry = None if compiled is None else compiled.entry_point
+        return status, args
 
-    def _step_loop(self, env: BatchEnv, args: tuple[Any, ...], fresh: bool) -> None:
-        if self.kernels == "numba" and "step_fused" in self._compiled:
-            self._blocks(self._fused(args, env._obs, fresh), 0, env.num_envs, args)
-        else:
-            self._run("step_fused", env.num_envs, *args)
-
-    def step(self, env: BatchEnv, action: np.ndarray
+    def step(self, env: BatchEnv, actions: Any
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """The whole step in one pass (the caller validated ``action``). With ``copy=True``
-        and ``env.observe_fills_out`` (``observe_env`` writes every entry of ``obs``), the
-        loop writes the observations into a new array, which is returned: no copy."""
-        fresh = env.copy and env.observe_fills_out
-        obs = np.empty_like(env._obs) if fresh else env._obs
-        mode = env.autoreset_mode
-        args = (self.p, self.fields(env.state), action, env._reward, env._terminated,
-                env._truncated, obs, self.final_obs, self.final,
-                0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
-                else 2, env.max_episode_steps or 0)  # (_MODES, without hashing the enum)
-        if fresh or obs.flags.writeable:
-            self._step_loop(env, args, fresh)
+        """The whole step in one pass, the actions' range checked in the same compiled call
+        before any row changes. With ``copy=True`` the loop writes straight into the
+        arrays that are returned (:class:`_OutputPool`: fresh, or recycled once the caller
+        holds no reference to them); with ``copy=False`` into the env's buffers."""
+        form = self.actions
+        a = actions
+        if form.compiled_check and type(a) is np.ndarray and a.dtype is form.dtype \
+                and a.shape == form.shape and a.flags.c_contiguous and a.flags.writeable:
+            check = 1 if env.validate else 0
+            if form.readonly:  # (rows of it are the kernels' actions: they cannot write)
+                a = a.view()
+                a.flags.writeable = False
+        else:  # anything else: checked (and Box actions clipped) by the Python checker,
+            a = form.canonical(env, actions)  # then in the one form the loop takes
+            check = 0
+        n = env.num_envs
+        copy = env.copy
+        fresh = copy and env.observe_fills_out
+        if copy:
+            reward, terminated, truncated, out = self.pool.take()
+            obs = out if fresh else env._obs
         else:
-            with _writable(obs):
-                self._step_loop(env, args, fresh)
+            obs, reward, terminated, truncated = (env._obs, env._reward, env._terminated,
+                                                  env._truncated)
+        mode = env.autoreset_mode
+        limit = env.max_episode_steps
+        s = env.state
+        fields = self._state_fields if s is self._state else self.fields(s)
+        p = self.p
+        args = (p, fields, a, form.low, form.high, reward, terminated, truncated, obs,
+                self.final_obs,
+                0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
+                else 2, _NO_LIMIT if limit is None else limit, check)  # (_MODES, unhashed)
+        writable = fresh or obs.flags.writeable
+        if not writable:  # (a copy=False canvas: read-only for the caller)
+            obs.flags.writeable = True
+        try:
+            held = self._entry_for  # the persistent arguments its entry point was found for
+            if self.kernels != "numba":
+                self._run("step_fused", n, *args)
+                status = -1
+            elif held[0] is not p or held[1] is not fields or self._entry is None or (
+                    held[2] is not None if copy else held[2] is not obs
+                    or held[3] is not reward or held[4] is not terminated
+                    or held[5] is not truncated):
+                status, args = self._resolve(env, args, n)
+                self._entry_for = (self.p, args[1], None, None, None, None) if copy else (
+                    self.p, args[1], obs, reward, terminated, truncated)
+                if status < 0:
+                    self._blocks(self._entry or self.loops["step_fused"], 0, n,
+                                 (*args[:12], 0))
+            elif self.num_threads == 1 or n < 2 * self.num_threads:
+                status = self._entry(*args, 0, n)
+            else:  # the whole batch's check, then the blocks on the threads
+                status = self._entry(*args[:12], check and 2, 0, n)
+                if status < 0:
+                    self._blocks(self._entry, 0, n, (*args[:12], 0))
+        finally:
+            if not writable:
+                obs.flags.writeable = False
+        if status >= 0:
+            form.refuse(env, actions, status)
         info: dict[str, Any] = {}
-        if mode is AutoresetMode.SAME_STEP and np.count_nonzero(self.final):
-            done = self.final.nonzero()[0]
-            final_obs = np.full(env.num_envs, None, dtype=object)
-            final_obs[done] = list(self.final_obs[done])
-            info = {"final_obs": final_obs, "_final_obs": self.final.copy(),
-                    "final_info": {}, "_final_info": self.final.copy()}
-        if not env.copy:
-            return env._obs, env._reward, env._terminated, env._truncated, info
-        terminated, truncated = env._flags.copy()
-        return obs if fresh else obs.copy(), env._reward.copy(), terminated, truncated, info
+        if mode is AutoresetMode.SAME_STEP:
+            ended = np.logical_or(terminated, truncated)
+            if np.count_nonzero(ended):
+                done = ended.nonzero()[0]
+                final_obs = np.full(n, None, dtype=object)
+                final_obs[done] = list(self.final_obs[done])
+                info = {"final_obs": final_obs, "_final_obs": ended,
+                        "final_info": {}, "_final_info": ended.copy()}
+        if copy and not fresh:
+            np.copyto(out, obs)
+            obs = out
+        return obs, reward, terminated, truncated, info
+
+
+#: ``max_steps`` of the fused loop for an env without a time limit (never reached).
+_NO_LIMIT = 2**62
+
+
+class _ActionForm:
+    """The one form of the actions a compiled fused step takes (so that it compiles once),
+    and their bounds for its range check: ``Discrete`` and ``MultiDiscrete`` actions as
+    int64 arrays, checked in the loop (``low <= a < high``); ``Box`` actions checked and
+    clipped by the Python checker (:func:`batchenv.validation.action_checker`) first."""
+
+    def __init__(self, space: Any, n: int, compiled: bool) -> None:
+        from gymnasium import spaces
+
+        self.shape: tuple[int, ...] = (n, *(space.shape or ()))
+        self.dtype = np.dtype(np.int64)
+        self.compiled_check = False
+        self.readonly = True
+        self.low = self.high = np.zeros(1, dtype=np.int64)
+        if isinstance(space, spaces.Discrete):
+            self.compiled_check = compiled
+            self.readonly = False  # (a kernel gets a scalar: it cannot write the array)
+            self.low = np.array([space.start], dtype=np.int64)
+            self.high = np.array([space.start + space.n], dtype=np.int64)
+        elif isinstance(space, spaces.MultiDiscrete) and len(space.shape) == 1:
+            self.compiled_check = compiled
+            self.low = np.asarray(space.start, dtype=np.int64).copy()
+            self.high = self.low + np.asarray(space.nvec, dtype=np.int64)
+        elif not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+            self.dtype = np.dtype(space.dtype)  # Box: the checker's read-only buffer
+
+    def canonical(self, env: BatchEnv, actions: Any) -> np.ndarray:
+        """``actions`` checked by the env's Python checker (``validate=True``; it raises
+        naming the argument and the envs) and in the loop's form: read-only (but a
+        ``Discrete`` batch), C-contiguous, of :attr:`dtype`."""
+        from batchenv.validation import read_only
+
+        a = env._action_check(actions) if env.validate else read_only(actions)
+        if self.compiled_check and a.shape != self.shape:  # (validate=False: unchecked)
+            raise ValueError(f"actions must have shape {self.shape}, got {a.shape}")
+        if a.dtype != self.dtype or not a.flags.c_contiguous or (
+                a.flags.writeable == self.readonly):
+            a = np.array(a, dtype=self.dtype, order="C")
+            a.flags.writeable = not self.readonly
+        return a
+
+    def refuse(self, env: BatchEnv, actions: Any, row: int) -> None:
+        """The compiled check found ``row``'s action out of range: the Python checker's
+        error, which names the envs (nothing has changed)."""
+        env._action_check(actions)  # raises
+        raise ValueError(f"actions out of range for {env.single_action_space} at env index "
+                         f"{row}: {np.asarray(actions)[row].tolist()}")
+
+
+class _OutputPool:
+    """The arrays a ``copy=True`` step returns (reward, terminated, truncated and, with
+    ``observe_fills_out``, the observation), written by the loop itself: fresh arrays, or
+    a set returned by an earlier step that nothing outside holds any more (its reference
+    count is the pool's own), which is then indistinguishable from a fresh one. Recycling
+    spares an allocation per array per step, and for large observations the page faults
+    of first writes into new memory (docs/performance.md, "Per-env kernels: the step's
+    Python")."""
+
+    KEEP = 4  # sets kept for reuse: the caller holds the last one or two while stepping
+
+    def __init__(self, obs: np.ndarray, n: int) -> None:
+        self.obs_shape, self.obs_dtype, self.n = obs.shape, obs.dtype, n
+        self.sets: list[list[np.ndarray]] = []
+
+    def take(self) -> list[np.ndarray]:
+        """``[reward, terminated, truncated, obs]``, none of them held outside the pool."""
+        for held in self.sets:  # (each array: one reference from `held`, one argument)
+            if getrefcount(held[0]) == 2 and getrefcount(held[1]) == 2 \
+                    and getrefcount(held[2]) == 2 and getrefcount(held[3]) == 2:
+                return held[:]
+        made = [np.empty(self.n, dtype=np.float64), np.empty(self.n, dtype=np.bool_),
+                np.empty(self.n, dtype=np.bool_),
+                np.empty(self.obs_shape, dtype=self.obs_dtype)]
+        self.sets.insert(0, made)
+        del self.sets[self.KEEP:]
+        return made[:]
 
 
 class _writable:

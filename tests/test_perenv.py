@@ -246,6 +246,100 @@ def test_bad_actions_change_nothing():
     np.testing.assert_array_equal(env.get_state(), before)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("bad", [
+    ([250], 3, ValueError, r"env indices \[250\]"),  # in the second thread's block
+    ([0, 299], -1, ValueError, r"env indices \[0, 299\]"),
+    ([7], 2**40, ValueError, r"env indices \[7\]"),
+])
+def test_the_compiled_check_refuses_before_any_row_changes(threads, bad):
+    """The fused step checks the actions' range in its compiled pass: a refused call (an
+    action out of range anywhere, also in another thread's block of rows) changes no row
+    and names the envs, as the Python checker does."""
+    rows, value, error, message = bad
+    env = PerEnvCatch(300, num_threads=threads)
+    env.reset(seed=0)
+    env.step(np.ones(300, dtype=np.int64))  # compiled and past its first call
+    before = env.get_state()
+    actions = np.ones(300, dtype=np.int64)
+    actions[rows] = value
+    with pytest.raises(error, match=message):
+        env.step(actions)
+    np.testing.assert_array_equal(env.get_state(), before)
+    ref = PerEnvCatch(300, num_threads=threads)  # and the next good step is as if no
+    ref.reset(seed=0)  # refused call had been made
+    ref.step(np.ones(300, dtype=np.int64))
+    a = np.zeros(300, dtype=np.int64)
+    for x, y in zip(env.step(a)[:4], ref.step(a)[:4]):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_the_first_step_refuses_before_any_row_changes():
+    """The very first step compiles the loop: a bad action there changes nothing either."""
+    env = PerEnvCatch(50)
+    env.reset(seed=0)
+    before = env.get_state()
+    actions = np.ones(50, dtype=np.int64)
+    actions[49] = 5
+    with pytest.raises(ValueError, match=r"env indices \[49\]"):
+        env.step(actions)
+    np.testing.assert_array_equal(env.get_state(), before)
+
+
+@pytest.mark.parametrize("form", ["list", "int32", "uint8", "read-only", "strided",
+                                  "validate=False"])
+def test_every_form_of_the_actions_steps_alike(form):
+    """int64 arrays take the compiled check; any other form (a list, another integer dtype,
+    a read-only or non-contiguous array) goes through the Python checker and is converted:
+    the same results."""
+    n = 9
+    ours = PerEnvCatch(n, validate=form != "validate=False")
+    ref = PerEnvCatch(n)
+    ours.reset(seed=4)
+    ref.reset(seed=4)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        a = rng.integers(0, 3, n)
+        given: object = a
+        if form == "list":
+            given = a.tolist()
+        elif form in ("int32", "uint8"):
+            given = a.astype(form)
+        elif form == "read-only":
+            given = a.copy()
+            given.flags.writeable = False
+        elif form == "strided":
+            given = np.repeat(a, 2)[::2]
+        for x, y in zip(ours.step(given)[:4], ref.step(a)[:4]):
+            np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(ours.get_state(), ref.get_state())
+    with pytest.raises(TypeError, match="integers"):
+        ref.step(np.zeros(n))  # floats: refused by the Python checker, as before
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_returned_arrays_are_never_written_again(mode):
+    """With copy=True the loop writes into the arrays it returns, recycling a set only when
+    the caller holds none of it: arrays a caller keeps (or a view of them) never change,
+    and dropped sets are reused rather than allocated anew."""
+    env = PerEnvCatch(16, autoreset_mode=mode)
+    env.reset(seed=0)
+    rng = np.random.default_rng(2)
+    kept, copies = [], []
+    for t in range(40):
+        out = env.step(rng.integers(0, 3, 16))[:4]
+        if t % 5 == 0:
+            keep = out if t % 10 == 0 else [x[3:] for x in out]  # arrays, or views
+            kept.append(keep)
+            copies.append([x.copy() for x in keep])
+        del out
+    for keep, copy in zip(kept, copies):
+        for x, y in zip(keep, copy):
+            np.testing.assert_array_equal(x, y)
+    seen = {env.step(np.ones(16, dtype=np.int64))[0].ctypes.data for _ in range(20)}
+    assert len(seen) <= 4  # at most the pool's sets: no fresh array for every step
+
+
 class KeepingCatch(PerEnvCatch):
     """PerEnvCatch whose reset keeps ``drift`` (as MinAtar's keeps ``last_action``): a step
     run on an env awaiting its reset would show in the next episode."""
