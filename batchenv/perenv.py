@@ -211,7 +211,7 @@ def _compile_first_bad_action() -> None:
                 a, b = low[0], high[0]
                 bad = False
                 for i in range(lo, hi):
-                    if i >= 0:  # (always: see step_fused)
+                    if i >= 0:  # (always: see run)
                         bad |= (action[i] < a) | (action[i] >= b)
                 if bad:
                     for i in range(lo, hi):
@@ -251,90 +251,72 @@ if numba_available():
 # ``[lo, hi)``: a thread takes one block of rows (:meth:`Runner._run`).
 _LOOPS = '''
 
-@_outer
-def step_all(p, s, action, reward, terminated, lo, hi):  # numpy form: step_envs
-    for i in range(lo, hi):
-        if i < 0:  # (never: see step_fused)
-            continue
-        if s.awaiting_reset[i]:  # its step is discarded (the base class resets or
-            reward[i] = 0.0  # freezes it): never run, as in step_fused
-            terminated[i] = False
-            continue
-        r, t = step_env(p, s, i, action[i])
-        reward[i] = r
-        terminated[i] = t
-
-
-@_outer
-def reset_all(p, s, lo, hi):  # numpy form: reset_envs (every row of s)
-    for i in range(lo, hi):
-        if i >= 0:  # (always: see step_fused)
-            reset_env(p, s, i)
-
-
-@_outer
-def reset_some(p, s, rows, lo, hi):  # numpy form: reset_rows
-    for k in range(lo, hi):
-        reset_env(p, s, rows[k])
-
-
-@_outer
-def observe_all(p, s, out, lo, hi):  # numpy form: observe
-    for i in range(lo, hi):
-        if i >= 0:  # (always: see step_fused)
-            observe_env(p, s, i, out[i])
-
-
 @_inner
-def step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, mode,
-             max_steps):  # one env's whole step, base class included
-    # each kernel has one call site (observe_env two): numba inlines every call site, so
-    # fewer sites compile faster (docs/performance.md, "Compile time")
+def env_op(p, s, i, op, action, reward, terminated, truncated, obs, final_obs, mode,
+           max_steps):  # one env's part of op (see run)
+    # each kernel has one call site (observe_env two) for every op: numba inlines every
+    # call site, so fewer sites compile faster (docs/performance.md, "Compile time")
     r = 0.0
     t = False
     tr = False
-    restart = False
-    if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP (and
-        restart = mode != 2  # SAME_STEP, for a row set awaiting by set_state) resets it
-    else:  # now, DISABLED keeps it frozen
-        r, t = step_env(p, s, i, action[i])
-        elapsed = s.elapsed_steps[i] + 1
-        s.elapsed_steps[i] = elapsed
-        tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
-        if t or tr:
-            if mode == 1:  # SAME_STEP: the final observation, then a new episode
-                observe_env(p, s, i, final_obs[i])
-                restart = True
-            else:
-                s.awaiting_reset[i] = True
+    restart = op == 1
+    if op == 0 or op == 3:
+        if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
+            restart = op == 0 and mode != 2  # (and SAME_STEP, for a row set awaiting by
+        else:  # set_state) resets it now, DISABLED keeps it frozen; op 3 discards it
+            r, t = step_env(p, s, i, action[i])
+            if op == 0:
+                elapsed = s.elapsed_steps[i] + 1
+                s.elapsed_steps[i] = elapsed
+                tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
+                if t or tr:
+                    if mode == 1:  # SAME_STEP: the final observation, then a new episode
+                        observe_env(p, s, i, final_obs[i])
+                        restart = True
+                    else:
+                        s.awaiting_reset[i] = True
     if restart:
         reset_env(p, s, i)
-        s.elapsed_steps[i] = 0
-        s.awaiting_reset[i] = False
-    reward[i] = r
-    terminated[i] = t
-    truncated[i] = tr
-    observe_env(p, s, i, obs[i])
+        if op == 0:
+            s.elapsed_steps[i] = 0
+            s.awaiting_reset[i] = False
+    if op == 0 or op == 3:
+        reward[i] = r
+        terminated[i] = t
+        truncated[i] = tr
+    if op == 0 or op == 2:
+        observe_env(p, s, i, obs[i])
 
 
 @_outer
-def step_fused(p, s, action, low, high, reward, terminated, truncated, obs, final_obs, mode,
-               max_steps, check, lo, hi):  # the whole step in one pass
-    if check:  # every action in range before any row changes (a refusal changes nothing)
+def run(p, s, op, rows, action, low, high, reward, terminated, truncated, obs, final_obs,
+        mode, max_steps, check, lo, hi):
+    # op 0: the whole step of rows [lo, hi) in one pass, base class included (step_env,
+    # the time limit, the flags, auto-reset in `mode`, observe_env into obs);
+    # the numpy-form kernels, for the base class's other calls and debug mode:
+    # 1 reset_envs / reset_rows, 2 observe (into obs), 3 step_envs (reward, terminated).
+    # Rows: [lo, hi), or rows[lo:hi] when rows is not empty. check: 1 checks every
+    # action's range before any row changes (a refusal changes nothing) and returns the
+    # first bad row; 2 only checks (the threads step the blocks after it). Returns -1.
+    if check:
         bad = first_bad_action(action, low, high, lo, hi)
-        if bad >= 0 or check == 2:  # (2: only the check; threads step the blocks after it)
+        if bad >= 0 or check == 2:
             return bad
-    for i in range(lo, hi):
+    some = len(rows) > 0
+    for k in range(lo, hi):
+        i = rows[k] if some else k
         if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
             # wraparound of negative indices, a load and two operations per access;
             # docs/performance.md, "Per-env kernels: no wraparound")
-            step_one(p, s, i, action, reward, terminated, truncated, obs, final_obs, mode,
-                     max_steps)
+            env_op(p, s, i, op, action, reward, terminated, truncated, obs, final_obs,
+                   mode, max_steps)
     return -1
 '''
 #: The loops :data:`_LOOPS` defines, by name.
-LOOP_NAMES = ("step_all", "reset_all", "reset_some", "observe_all", "step_fused")
-# numba's options: the kernels and step_one are inlined into the loop (a call that passes
+LOOP_NAMES = ("run",)
+#: ``run``'s operations.
+STEP, RESET, OBSERVE, STEP_ONLY = 0, 1, 2, 3
+# numba's options: the kernels and env_op are inlined into the loop (a call that passes
 # arrays would count references to each of them, in every env's pass: docs/performance.md);
 # nogil: the threads of num_threads > 1 run blocks of rows at once
 _INNER_OPTIONS = {"nogil": True, "inline": "always"}
@@ -537,10 +519,10 @@ class Runner:
         self.num_threads = num_threads
         self.borrowing = kernels == "numba"
         self._workers: _Workers | None = None
-        # step_fused's compiled entry point and what it was found for (see _entry_for)
+        # the fused step's compiled entry point, and the arguments it was found for
         self._entry: Any = None
         self._entry_for: tuple[Any, ...] = (None,) * 6
-        self._compiled: set[str] = set()  # loops called (so compiled) already
+        self._compiled = False  # run called (so compiled) already
         hidden = set(getattr(cls, "kernel_hidden_fields", ()))
         self.hidden = hidden
         dtype = env.full_state_dtype
@@ -572,6 +554,8 @@ class Runner:
         self.actions = _ActionForm(env.single_action_space, env.num_envs,
                                     compiled=kernels == "numba")
         self.pool = _OutputPool(env._obs, env.num_envs)
+        self.no_rows = np.zeros(0, dtype=np.int64)  # run's rows: every row
+        self.scratch = (np.zeros(1), np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.bool_))
 
     def _use(self, made: _Loops) -> None:
         """Run ``made``'s loops, with their namedtuple classes of ``s`` and ``p``."""
@@ -579,6 +563,8 @@ class Runner:
         self.state_tuple: Any = made.state_tuple
         self.param_tuple: Any = made.param_tuple
         self._fields_of.clear()
+        self._compiled = False
+        self._entry = None
         self._state: Any = None  # the State whose namedtuple fields() made last
         self._state_fields: Any = None
 
@@ -601,38 +587,42 @@ class Runner:
         self._state, self._state_fields = held  # (the env's own state: the step's shortcut)
         return held[1]
 
-    def _run(self, name: str, n: int, *args: Any) -> None:
-        """Run loop ``name`` over rows ``[0, n)``: in one call, or (``num_threads > 1``) in
+    def _compile(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Compile ``run`` for ``args``' types (or find it in the cache) with a call over no
+        row. A kernel that allocates arrays does not compile without reference counting:
+        then the loops with it (the same results), and ``args`` with their namedtuples."""
+        from numba.core.errors import NumbaError
+
+        loop = self.loops["run"]
+        try:
+            loop(*args, 0, 0)
+        except NumbaError:
+            if not self.borrowing:
+                raise
+            self.borrowing = False
+            _remember_counting(loop)
+            self._use(_loops(self.cls, self.kernels, False, *self._tuples))
+            self._entry = None
+            p = self.param_tuple(*args[0]) if self.param_names else ()
+            if args[0] is self.p:
+                self.p = p
+            args = (p, self.state_tuple(*args[1]), *args[2:])  # (the same arrays)
+            self.loops["run"](*args, 0, 0)
+        self._compiled = True
+        return args
+
+    def _run(self, n: int, args: tuple[Any, ...]) -> None:
+        """``run(*args)`` over rows ``[0, n)``: in one call, or (``num_threads > 1``) in
         ``num_threads`` blocks of rows at once on threads (the loops release the GIL). Every
         env's pass reads and writes only its own row, so the blocks never meet and the
         results are the same for every thread count."""
         if self.kernels == "python":
             with np.errstate(over="ignore"):  # the streams' uint64 arithmetic wraps
-                self.loops[name](*args, 0, n)
+                self.loops["run"](*args, 0, n)
             return
-        start = 0
-        if name not in self._compiled:
-            from numba.core.errors import NumbaError
-
-            try:
-                self.loops[name](*args, 0, min(n, 1))  # compiles (first call): a refusal
-            except NumbaError:  # changes nothing; e.g. a kernel allocates: compile with
-                if not self.borrowing:  # reference counting (the same results)
-                    raise
-                self.borrowing = False
-                _remember_counting(self.loops[name])
-                self._use(_loops(self.cls, self.kernels, False, *self._tuples))
-                self._compiled.clear()
-                self._entry = None
-                p = self.param_tuple(*args[0]) if self.param_names else ()
-                if args[0] is self.p:
-                    self.p = p
-                args = (p, self.state_tuple(*args[1]), *args[2:])  # (the same arrays)
-                self.loops[name](*args, 0, min(n, 1))
-            if n >= 1:
-                self._compiled.add(name)
-            start = min(n, 1)
-        self._blocks(self.loops[name], start, n, args)
+        if not self._compiled:
+            args = self._compile(args)
+        self._blocks(self.loops["run"], 0, n, args)
 
     def _blocks(self, loop: Any, start: int, n: int, args: tuple[Any, ...]) -> None:
         """``loop(*args, lo, hi)`` over rows ``[start, n)``: in one call, or in
@@ -645,41 +635,57 @@ class Runner:
         bounds = np.linspace(start, n, self.num_threads + 1).astype(int).tolist()
         self._workers.run(loop, args, bounds)
 
+    def _op(self, op: int, s: State, rows: np.ndarray, obs: np.ndarray,
+            outputs: tuple[np.ndarray, ...] | None = None) -> None:
+        """A numpy-form kernel: ``run``'s ``op`` over the rows of ``s`` (``rows``: every
+        row when empty), through numba's dispatcher (these calls are few: resets,
+        observations after them, debug mode's steps)."""
+        form = self.actions
+        reward, terminated, truncated = outputs or self.scratch
+        n = len(rows) if len(rows) else len(s)
+        self._run(n, (self.p, self.fields(s), op, rows, form.dummy, form.low, form.high,
+                      reward, terminated, truncated, obs, self.final_obs, 0, _NO_LIMIT, 0))
+
     # the numpy-form kernels, as loops over the rows
     def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
         self.p = self.params(env)
-        self._run("reset_all", len(s), self.p, self.fields(s))
+        self._op(RESET, s, self.no_rows, self.final_obs)
 
     def reset_rows(self, env: BatchEnv, s: State, rows: np.ndarray, rng: Any) -> None:
         self.p = self.params(env)
-        rows = np.asarray(rows, dtype=np.int64)
-        self._run("reset_some", len(rows), self.p, self.fields(s), rows)
+        if len(rows):
+            self._op(RESET, s, np.array(rows, dtype=np.int64), self.final_obs)
 
     def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
-        reward = np.zeros(len(action), dtype=np.float64)
-        terminated = np.zeros(len(action), dtype=np.bool_)
-        self._run("step_all", len(action), self.p, self.fields(s), action, reward, terminated)
+        n = len(s)
+        reward = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=np.bool_)
+        a = self.actions.canonical_checked(action)
+        form = self.actions
+        self._run(n, (self.p, self.fields(s), STEP_ONLY, self.no_rows, a, form.low,
+                      form.high, reward, terminated, np.zeros(n, dtype=np.bool_),
+                      self.final_obs, self.final_obs, 0, _NO_LIMIT, 0))
         return reward, terminated
 
     def observe(self, env: BatchEnv, s: State, out: np.ndarray) -> None:
         with _writable(out):
-            self._run("observe_all", len(out), self.p, self.fields(s), out)
+            self._op(OBSERVE, s, self.no_rows, out)
 
     def _resolve(self, env: BatchEnv, args: tuple[Any, ...], n: int
                  ) -> tuple[int, tuple[Any, ...]]:
-        """The first fused step with these persistent arguments: a call through numba's
-        dispatcher (which compiles, or loads the cached machine code, and may fall back to
-        reference counting: new namedtuples) that only checks the actions (``check=2``:
-        no row changes, so a refusal changes nothing), then the compiled entry point for
-        the arguments' types, kept for the steps after it: the dispatcher finds it on
-        every call itself, which for the state's namedtuple of arrays costs microseconds
-        per step (docs/performance.md, "Per-env kernels"). Returns the check's status and
-        the arguments (their namedtuples those of the loops now run)."""
-        self._run("step_fused", n, *args[:12], 2)
+        """The first fused step with these persistent arguments: compiled (or found in the
+        cache), the actions checked through numba's dispatcher (``check=2``: no row
+        changes, so a refusal changes nothing), then the compiled entry point for the
+        arguments' types, kept for the steps after it: the dispatcher finds it on every
+        call itself, which for the state's namedtuple of arrays costs microseconds per
+        step (docs/performance.md, "Per-env kernels"). Returns the check's status and the
+        arguments (their namedtuples those of the loops now run)."""
+        if not self._compiled:
+            args = self._compile(args)
         args = (self.p, self.fields(env.state), *args[2:])
-        loop = self.loops["step_fused"]
-        status = int(loop(*args[:12], 2, 0, n))
+        loop = self.loops["run"]
+        status = int(loop(*args[:14], 2, 0, n)) if args[14] else -1
         compiled = loop.overloads.get(tuple(loop.typeof_pyval(a) for a in (*args, 0, 0)))
         self._entry = None if compiled is None else compiled.entry_point
         return status, args
@@ -715,8 +721,8 @@ class Runner:
         s = env.state
         fields = self._state_fields if s is self._state else self.fields(s)
         p = self.p
-        args = (p, fields, a, form.low, form.high, reward, terminated, truncated, obs,
-                self.final_obs,
+        args = (p, fields, STEP, self.no_rows, a, form.low, form.high, reward, terminated,
+                truncated, obs, self.final_obs,
                 0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
                 else 2, _NO_LIMIT if limit is None else limit, check)  # (_MODES, unhashed)
         writable = fresh or obs.flags.writeable
@@ -725,7 +731,7 @@ class Runner:
         try:
             held = self._entry_for  # the persistent arguments its entry point was found for
             if self.kernels != "numba":
-                self._run("step_fused", n, *args)
+                self._run(n, args)
                 status = -1
             elif held[0] is not p or held[1] is not fields or self._entry is None or (
                     held[2] is not None if copy else held[2] is not obs
@@ -735,14 +741,13 @@ class Runner:
                 self._entry_for = (self.p, args[1], None, None, None, None) if copy else (
                     self.p, args[1], obs, reward, terminated, truncated)
                 if status < 0:
-                    self._blocks(self._entry or self.loops["step_fused"], 0, n,
-                                 (*args[:12], 0))
+                    self._blocks(self._entry or self.loops["run"], 0, n, (*args[:14], 0))
             elif self.num_threads == 1 or n < 2 * self.num_threads:
                 status = self._entry(*args, 0, n)
             else:  # the whole batch's check, then the blocks on the threads
-                status = self._entry(*args[:12], check and 2, 0, n)
+                status = self._entry(*args[:14], check and 2, 0, n)
                 if status < 0:
-                    self._blocks(self._entry, 0, n, (*args[:12], 0))
+                    self._blocks(self._entry, 0, n, (*args[:14], 0))
         finally:
             if not writable:
                 obs.flags.writeable = False
@@ -792,6 +797,8 @@ class _ActionForm:
             self.high = self.low + np.asarray(space.nvec, dtype=np.int64)
         elif not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
             self.dtype = np.dtype(space.dtype)  # Box: the checker's read-only buffer
+        #: An action batch of the form for the operations that read no action.
+        self.dummy = self.canonical_checked(np.zeros((1, *self.shape[1:]), self.dtype))
 
     def canonical(self, env: BatchEnv, actions: Any) -> np.ndarray:
         """``actions`` checked by the env's Python checker (``validate=True``; it raises
@@ -802,6 +809,10 @@ class _ActionForm:
         a = env._action_check(actions) if env.validate else read_only(actions)
         if self.compiled_check and a.shape != self.shape:  # (validate=False: unchecked)
             raise ValueError(f"actions must have shape {self.shape}, got {a.shape}")
+        return self.canonical_checked(a)
+
+    def canonical_checked(self, a: np.ndarray) -> np.ndarray:
+        """Checked actions ``a`` in the loop's form (a copy only where they are not)."""
         if a.dtype != self.dtype or not a.flags.c_contiguous or (
                 a.flags.writeable == self.readonly):
             a = np.array(a, dtype=self.dtype, order="C")
