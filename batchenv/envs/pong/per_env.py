@@ -72,8 +72,10 @@ class PongKernelConstants(NamedTuple):
     ball_speed64: float
     # the observation
     image: bool  # tiles or pixels (else the 6-float state)
-    obs_scale: np.ndarray  # (6,) float32
-    obs_offset: np.ndarray  # (6,) float32
+    # six float32 each (tuples, not arrays: values the loop keeps, where an array would be
+    # read again for every env, as a store into the state might have changed it)
+    obs_scale: tuple[np.float32, ...]
+    obs_offset: tuple[np.float32, ...]
     image_shape: tuple[int, int]
     background: np.ndarray  # (H, W) uint8: walls and court
     ball_a: np.ndarray  # (2,) float32 [x, y]: first pixel = trunc(u * a + b), clipped
@@ -116,8 +118,8 @@ def kernel_constants(env: Any) -> PongKernelConstants:
         serve_x=_F32(k.serve_x), serve_y_scale=float(k.serve_scales[0, 0]),
         serve_y_offset=float(k.serve_offsets[0, 0]), serve_vy=float(k.serve_vy),
         ball_speed64=float(k.ball_speed64),
-        image=env.layout is not None, obs_scale=env._obs_scale.astype(np.float32),
-        obs_offset=env._obs_offset.astype(np.float32),
+        image=env.layout is not None, obs_scale=tuple(map(_F32, env._obs_scale)),
+        obs_offset=tuple(map(_F32, env._obs_offset)),
         image_shape=(int(lay.height), int(lay.width)),
         background=lay.background_image(),
         ball_a=np.array([ax, ay], np.float32), ball_b=np.array([bx, by], np.float32),
