@@ -252,14 +252,14 @@ if numba_available():
 _LOOPS = '''
 
 @_inner
-def env_op(p, s, i, op, action, reward, terminated, truncated, obs, final_obs, mode,
+def env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, final_obs, mode,
            max_steps):  # one env's part of op (see run)
     # each kernel has one call site (observe_env two) for every op: numba inlines every
     # call site, so fewer sites compile faster (docs/performance.md, "Compile time")
     r = 0.0
     t = False
     tr = False
-    restart = op == 1
+    restart = op == 1 and chosen[i]
     if op == 0 or op == 3:
         if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
             restart = op == 0 and mode != 2  # (and SAME_STEP, for a row set awaiting by
@@ -289,27 +289,25 @@ def env_op(p, s, i, op, action, reward, terminated, truncated, obs, final_obs, m
 
 
 @_outer
-def run(p, s, op, rows, action, low, high, reward, terminated, truncated, obs, final_obs,
+def run(p, s, op, chosen, action, low, high, reward, terminated, truncated, obs, final_obs,
         mode, max_steps, check, lo, hi):
     # op 0: the whole step of rows [lo, hi) in one pass, base class included (step_env,
     # the time limit, the flags, auto-reset in `mode`, observe_env into obs);
     # the numpy-form kernels, for the base class's other calls and debug mode:
-    # 1 reset_envs / reset_rows, 2 observe (into obs), 3 step_envs (reward, terminated).
-    # Rows: [lo, hi), or rows[lo:hi] when rows is not empty. check: 1 checks every
-    # action's range before any row changes (a refusal changes nothing) and returns the
-    # first bad row; 2 only checks (the threads step the blocks after it). Returns -1.
+    # 1 reset_envs / reset_rows (the rows where `chosen`), 2 observe (into obs),
+    # 3 step_envs (reward, terminated). check: 1 checks every action's range before any
+    # row changes (a refusal changes nothing) and returns the first bad row; 2 only
+    # checks (the threads step the blocks after it). Returns -1.
     if check:
         bad = first_bad_action(action, low, high, lo, hi)
         if bad >= 0 or check == 2:
             return bad
-    some = len(rows) > 0
-    for k in range(lo, hi):
-        i = rows[k] if some else k
+    for i in range(lo, hi):
         if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
             # wraparound of negative indices, a load and two operations per access;
             # docs/performance.md, "Per-env kernels: no wraparound")
-            env_op(p, s, i, op, action, reward, terminated, truncated, obs, final_obs,
-                   mode, max_steps)
+            env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs,
+                   final_obs, mode, max_steps)
     return -1
 '''
 #: The loops :data:`_LOOPS` defines, by name.
@@ -554,8 +552,9 @@ class Runner:
         self.actions = _ActionForm(env.single_action_space, env.num_envs,
                                     compiled=kernels == "numba")
         self.pool = _OutputPool(env._obs, env.num_envs)
-        self.no_rows = np.zeros(0, dtype=np.int64)  # run's rows: every row
-        self.scratch = (np.zeros(1), np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.bool_))
+        self.every = np.ones(env.num_envs, dtype=np.bool_)  # run's `chosen`: every row
+        n = env.num_envs  # (op 1 and 2 write neither rewards nor flags)
+        self.scratch = (np.zeros(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
 
     def _use(self, made: _Loops) -> None:
         """Run ``made``'s loops, with their namedtuple classes of ``s`` and ``p``."""
@@ -635,42 +634,43 @@ class Runner:
         bounds = np.linspace(start, n, self.num_threads + 1).astype(int).tolist()
         self._workers.run(loop, args, bounds)
 
-    def _op(self, op: int, s: State, rows: np.ndarray, obs: np.ndarray,
-            outputs: tuple[np.ndarray, ...] | None = None) -> None:
-        """A numpy-form kernel: ``run``'s ``op`` over the rows of ``s`` (``rows``: every
-        row when empty), through numba's dispatcher (these calls are few: resets,
+    def _op(self, op: int, s: State, obs: np.ndarray, chosen: np.ndarray | None = None,
+            outputs: tuple[np.ndarray, ...] | None = None, action: Any = None) -> None:
+        """A numpy-form kernel: ``run``'s ``op`` over every row of ``s`` (``chosen``: a
+        reset's rows), through numba's dispatcher (these calls are few: resets, the
         observations after them, debug mode's steps)."""
         form = self.actions
+        n = len(s)
         reward, terminated, truncated = outputs or self.scratch
-        n = len(rows) if len(rows) else len(s)
-        self._run(n, (self.p, self.fields(s), op, rows, form.dummy, form.low, form.high,
-                      reward, terminated, truncated, obs, self.final_obs, 0, _NO_LIMIT, 0))
+        self._run(n, (self.p, self.fields(s), op, self.every if chosen is None else chosen,
+                      form.dummy if action is None else action, form.low, form.high, reward,
+                      terminated, truncated, obs, self.final_obs, 0, _NO_LIMIT, 0))
 
     # the numpy-form kernels, as loops over the rows
     def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
         self.p = self.params(env)
-        self._op(RESET, s, self.no_rows, self.final_obs)
+        if len(s) > len(self.every):
+            self.every = np.ones(len(s), dtype=np.bool_)
+        self._op(RESET, s, self.final_obs)
 
     def reset_rows(self, env: BatchEnv, s: State, rows: np.ndarray, rng: Any) -> None:
         self.p = self.params(env)
-        if len(rows):
-            self._op(RESET, s, np.array(rows, dtype=np.int64), self.final_obs)
+        chosen = np.zeros(len(s), dtype=np.bool_)
+        chosen[rows] = True
+        self._op(RESET, s, self.final_obs, chosen)
 
     def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
         n = len(s)
-        reward = np.zeros(n, dtype=np.float64)
-        terminated = np.zeros(n, dtype=np.bool_)
-        a = self.actions.canonical_checked(action)
-        form = self.actions
-        self._run(n, (self.p, self.fields(s), STEP_ONLY, self.no_rows, a, form.low,
-                      form.high, reward, terminated, np.zeros(n, dtype=np.bool_),
-                      self.final_obs, self.final_obs, 0, _NO_LIMIT, 0))
-        return reward, terminated
+        outputs = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_),
+                   np.zeros(n, dtype=np.bool_))
+        self._op(STEP_ONLY, s, self.final_obs, outputs=outputs,
+                 action=self.actions.canonical_checked(action))
+        return outputs[0], outputs[1]
 
     def observe(self, env: BatchEnv, s: State, out: np.ndarray) -> None:
         with _writable(out):
-            self._op(OBSERVE, s, self.no_rows, out)
+            self._op(OBSERVE, s, out)
 
     def _resolve(self, env: BatchEnv, args: tuple[Any, ...], n: int
                  ) -> tuple[int, tuple[Any, ...]]:
@@ -721,7 +721,7 @@ class Runner:
         s = env.state
         fields = self._state_fields if s is self._state else self.fields(s)
         p = self.p
-        args = (p, fields, STEP, self.no_rows, a, form.low, form.high, reward, terminated,
+        args = (p, fields, STEP, self.every, a, form.low, form.high, reward, terminated,
                 truncated, obs, self.final_obs,
                 0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
                 else 2, _NO_LIMIT if limit is None else limit, check)  # (_MODES, unhashed)
