@@ -28,7 +28,8 @@ import numpy as np
 from batchenv import perenv
 from batchenv.perenv import rule
 
-__all__ = ["PongKernelConstants", "kernel_constants", "reset_env", "step_env", "observe_env"]
+__all__ = ["PongKernelConstants", "PongImageConstants", "kernel_constants",
+           "image_constants", "reset_env", "step_env", "observe_env"]
 
 _F32 = np.float32
 _S11 = np.uint64(11)  # a word's top 53 bits
@@ -39,7 +40,7 @@ _TWO_M52 = 2.0**-52  # 53 bits to [0, 2)
 class PongKernelConstants(NamedTuple):
     """What the per-env kernels read as ``p.constants``: :class:`~batchenv.envs.pong.rules.
     PongParams` and the env's options as numba-typed scalars and arrays (float32 where the
-    state is float32), and the image layout of tiles and pixels."""
+    state is float32), and the state observation's scaling."""
 
     # the game
     cpu: bool  # the right paddle tracks the ball (mode "cpu")
@@ -70,12 +71,18 @@ class PongKernelConstants(NamedTuple):
     serve_y_offset: float
     serve_vy: float
     ball_speed64: float
-    # the observation
-    image: bool  # tiles or pixels (else the 6-float state)
-    # six float32 each (tuples, not arrays: values the loop keeps, where an array would be
-    # read again for every env, as a store into the state might have changed it)
+    # the state observation: six float32 each (tuples, not arrays: values the loop keeps,
+    # where an array would be read again for every env, as a store into the state might
+    # have changed it)
     obs_scale: tuple[np.float32, ...]
     obs_offset: tuple[np.float32, ...]
+
+
+class PongImageConstants(NamedTuple):
+    """What the per-env kernels read as ``p.image_constants`` for tiles and pixels (None
+    for the state observation: the step then carries none of it): the image layout of
+    :mod:`batchenv.envs.pong.raster`."""
+
     image_shape: tuple[int, int]
     background: np.ndarray  # (H, W) uint8: walls and court
     ball_a: np.ndarray  # (2,) float32 [x, y]: first pixel = trunc(u * a + b), clipped
@@ -96,14 +103,8 @@ class PongKernelConstants(NamedTuple):
 
 def kernel_constants(env: Any) -> PongKernelConstants:
     """The constants of a :class:`~batchenv.BatchPong` (its params, mode, frameskip, sticky
-    actions, observation type and layout)."""
+    actions, the state observation's scaling)."""
     p, k = env.params, env.params.f32
-    lay = env.layout
-    if lay is None:  # state observations: an unused 1x1 layout keeps the types
-        from batchenv.envs.pong.raster import tile_layout
-
-        lay = tile_layout(p.height, p.width, p.paddle_height)
-    (ay, by), (ax, bx), (py, pb) = lay.ball_y_coef, lay.ball_x_coef, lay.paddle_y_coef
     return PongKernelConstants(
         cpu=env.mode == "cpu", rally=env.mode == "rally", frameskip=int(env.frameskip),
         sticky=float(env.repeat_action_probability), points_to_win=int(p.points_to_win),
@@ -118,8 +119,17 @@ def kernel_constants(env: Any) -> PongKernelConstants:
         serve_x=_F32(k.serve_x), serve_y_scale=float(k.serve_scales[0, 0]),
         serve_y_offset=float(k.serve_offsets[0, 0]), serve_vy=float(k.serve_vy),
         ball_speed64=float(k.ball_speed64),
-        image=env.layout is not None, obs_scale=tuple(map(_F32, env._obs_scale)),
-        obs_offset=tuple(map(_F32, env._obs_offset)),
+        obs_scale=tuple(map(_F32, env._obs_scale)),
+        obs_offset=tuple(map(_F32, env._obs_offset)))
+
+
+def image_constants(env: Any) -> PongImageConstants | None:
+    """The image layout of a :class:`~batchenv.BatchPong` with tiles or pixels, else None."""
+    lay = env.layout
+    if lay is None:
+        return None
+    (ay, by), (ax, bx), (py, pb) = lay.ball_y_coef, lay.ball_x_coef, lay.paddle_y_coef
+    return PongImageConstants(
         image_shape=(int(lay.height), int(lay.width)),
         background=lay.background_image(),
         ball_a=np.array([ax, ay], np.float32), ball_b=np.array([bx, by], np.float32),
@@ -310,14 +320,15 @@ def step_env(p: Any, s: Any, i: int, action: Any) -> tuple[float, bool]:
 
 def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     """The 6 scaled floats, or the image (tiles, pixels) drawn whole."""
-    observe_into(p.constants, s, i, obs)
+    observe_into(p.constants, p.image_constants, s, i, obs)
 
 
-def observe_into(k: PongKernelConstants, s: Any, i: int, obs: np.ndarray) -> None:
+def observe_into(k: PongKernelConstants, g: PongImageConstants | None, s: Any, i: int,
+                 obs: np.ndarray) -> None:
     """:func:`observe_state` into a vector, :func:`draw` into an image (of any channel
     axis)."""
-    if k.image:
-        draw(k, s, i, obs.reshape(k.image_shape))
+    if g is not None:
+        draw(g, s, i, obs.reshape(g.image_shape))
     else:
         observe_state(k, s, i, obs)
 
@@ -344,7 +355,7 @@ def fill_box(img: np.ndarray, top: int, left: int, size: tuple[int, int], value:
 
 
 @rule
-def draw(k: PongKernelConstants, s: Any, i: int, img: np.ndarray) -> None:
+def draw(k: PongImageConstants, s: Any, i: int, img: np.ndarray) -> None:
     """Background and walls, the ball, then the paddles over it (raster.py's placement:
     first pixel ``trunc(u * a + b)`` in float32, clipped to the court)."""
     background = k.background
@@ -371,7 +382,7 @@ if perenv.numba_available():  # compiled: the choices are made on the argument t
         return lambda action: (action[0], action[1])
 
     @overload(observe_into, inline="always")
-    def _observe_into_compiled(k, s, i, obs):  # type: ignore[no-untyped-def]
+    def _observe_into_compiled(k, g, s, i, obs):  # type: ignore[no-untyped-def]
         if obs.ndim == 1:  # a vector: the state (one observation type per compiled loop)
-            return lambda k, s, i, obs: observe_state(k, s, i, obs)
-        return lambda k, s, i, obs: draw(k, s, i, obs.reshape(k.image_shape))
+            return lambda k, g, s, i, obs: observe_state(k, s, i, obs)
+        return lambda k, g, s, i, obs: draw(g, s, i, obs.reshape(g.image_shape))
