@@ -517,6 +517,7 @@ class Runner:
         self.num_threads = num_threads
         self.borrowing = kernels == "numba"
         self._workers: _Workers | None = None
+        self._bounds: dict[tuple[int, int], list[int]] = {}  # the threads' blocks of rows
         # the fused step's compiled entry point, and the arguments it was found for
         self._entry: Any = None
         self._entry_for: tuple[Any, ...] = (None,) * 6
@@ -631,7 +632,10 @@ class Runner:
             return
         if self._workers is None:
             self._workers = _Workers(self.num_threads - 1)
-        bounds = np.linspace(start, n, self.num_threads + 1).astype(int).tolist()
+        bounds = self._bounds.get((start, n))
+        if bounds is None:
+            bounds = self._bounds[start, n] = np.linspace(
+                start, n, self.num_threads + 1).astype(int).tolist()
         self._workers.run(loop, args, bounds)
 
     def _op(self, op: int, s: State, obs: np.ndarray, chosen: np.ndarray | None = None,

@@ -144,6 +144,35 @@ def test_same_as_unsharded(mode: AutoresetMode, workers: int, local: bool) -> No
         ref.close()
 
 
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+@pytest.mark.parametrize("local", [False, True])
+def test_compiled_per_env_shards_equal_the_numpy_kernels(mode: AutoresetMode,
+                                                         local: bool) -> None:
+    """Shards running BatchPong's compiled per-env kernels (the fused step writing into
+    the shards' rows of shared memory) give every output of the unsharded numpy kernels;
+    a refused action (in the second shard) changes no shard."""
+    kwargs = dict(autoreset_mode=mode, max_episode_steps=EPISODE, points_to_win=1)
+    ref = BatchPong(N, kernels="numpy", **kwargs)
+    env = ShardedVectorEnv(BatchPong, N, num_workers=2, local_shard=local, kernels="numba",
+                           **kwargs)
+    try:
+        assert env.get_attr("kernels") == ("numba",) * N
+        assert np.array_equal(ref.reset(seed=3)[0], env.reset(seed=3)[0])
+        for t in range(2 * EPISODE):
+            a = actions_for(t)
+            assert_same_step(ref.step(a), env.step(a), f"step {t}")
+        before = env.get_state()
+        bad = actions_for(0)
+        bad[N - 2] = 3
+        with pytest.raises(ValueError, match=rf"env indices \[{N - 2}\]"):
+            env.step(bad)
+        assert np.array_equal(env.get_state(), before)
+        assert np.array_equal(ref.get_state(), before)
+    finally:
+        env.close()
+        ref.close()
+
+
 @pytest.mark.parametrize("local", [False, True])
 def test_row_i_is_a_batch_of_one_seeded_s_plus_i(local: bool) -> None:
     """Whatever num_workers, row i behaves as a 1-env batch seeded s + i."""
