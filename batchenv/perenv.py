@@ -60,19 +60,31 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def _register_jitable(f: Any) -> Any:
+def _register_jitable(f: Any, inline: bool = False) -> Any:
     """numba's ``register_jitable`` when numba is installed, else the function itself."""
     if not numba_available():  # pragma: no cover (CI installs numba)
         return f
     from numba.extending import register_jitable
 
-    return register_jitable(f)
+    return register_jitable(inline="always" if inline else "never")(f)
 
 
-def rule(f: Callable[..., Any]) -> Callable[..., Any]:
+def rule(f: Callable[..., Any] | None = None, *, inline: bool = False) -> Any:
     """Mark a helper that per-env kernels call: numba compiles it into the loop (when numba
-    is installed); called from Python it is the plain function."""
-    return _register_jitable(f)
+    is installed); called from Python it is the plain function. ``@rule`` or
+    ``@rule(inline=True)``.
+
+    ``inline=True`` puts the helper's code into every place that calls it, before numba
+    compiles the caller; by default LLVM decides, and may leave a large helper a call.
+    A call passes its arguments by value, and ``p`` and ``s`` are many values (every
+    array of the state is seven): for a large helper that takes them, called in every
+    env's pass, the copy costs more than its work. Inlining compiles the helper once per
+    place, so use it for a few large helpers called from one or two places (BatchPong's
+    ``substep``), not for small ones called everywhere (docs/performance.md, "Per-env
+    kernels: the step around the rules")."""
+    if f is None:
+        return lambda g: _register_jitable(g, inline)
+    return _register_jitable(f, inline)
 
 
 # ---------------------------------------------------------------- random draws (row i)

@@ -21,6 +21,7 @@ docs/performance.md ("Per-env kernels: BatchPong against a loop written by hand"
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -41,14 +42,15 @@ _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _ONE = np.uint64(1)
 
 
-def micros(f: Callable[[], Any], calls: int = 300) -> float:
-    blocks = []
-    for _ in range(7):
+def micros(f: Callable[[], Any], calls: int = 300, blocks: int = 7) -> float:
+    """CPU microseconds per call of ``f``: the median of ``blocks`` blocks of ``calls``."""
+    times = []
+    for _ in range(blocks):
         t = time.process_time()
         for _ in range(calls):
             f()
-        blocks.append((time.process_time() - t) / calls * 1e6)
-    return sorted(blocks)[3]
+        times.append((time.process_time() - t) / calls * 1e6)
+    return statistics.median(times)
 
 
 @numba.njit(inline="always")
@@ -198,43 +200,83 @@ def check_equal(n: int) -> None:
         assert np.array_equal(a, b), f"{name} differs"
 
 
+class _NoObservation(batchenv.BatchPong):
+    """BatchPong per-env whose observe_env writes nothing (timing only)."""
+
+    @staticmethod
+    def observe_env(p, s, i, obs):  # type: ignore[no-untyped-def]
+        pass
+
+
+class _NoRules(batchenv.BatchPong):
+    """BatchPong per-env whose step_env changes nothing (timing only)."""
+
+    @staticmethod
+    def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
+        return 0.0, False
+
+
+class _Neither(_NoObservation):
+    """Neither rules nor observation: the base class's work in the loop, and the Python
+    around it."""
+
+    @staticmethod
+    def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
+        return 0.0, False
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--num-envs", type=int, default=4096)
-    n = ap.parse_args().num_envs
+    ap.add_argument("--rounds", type=int, default=7)
+    args_ = ap.parse_args()
+    n, rounds = args_.num_envs, args_.rounds
     check_equal(min(n, 512))
     numpy_env = batchenv.BatchPong(n, kernels="numpy")
     env = batchenv.BatchPong(n, kernels="numba")
     twin = batchenv.BatchPong(n, kernels="numba")
+    variants = {name: cls(n, kernels="numba") for name, cls in
+                (("no observation", _NoObservation), ("no rules", _NoRules),
+                 ("neither", _Neither))}
     rng = np.random.default_rng(0)
     actions = [rng.integers(0, 3, n) for _ in range(16)]
     action = actions[0]
-    for e in (numpy_env, env, twin):
+    for e in (numpy_env, env, twin, *variants.values()):
         e.reset(seed=0)
         for t in range(100):
             e.step(actions[t % 16])
     runner = env._per_env
-    checked = env._action_check(action)
-    args = (runner.p, runner.fields(env.state), checked, env._reward, env._terminated,
-            env._truncated, np.empty_like(env._obs), runner.final_obs, runner.final, 0,
-            env.max_episode_steps)
-    loop = runner._fused(args, env._obs, True)
+    form = runner.actions
+    outputs = runner.pool.take()  # (the loop's arguments as Runner.step gives them)
+    loop_args = (runner.p, runner.fields(env.state), 0, runner.every, action, form.low,
+                 form.high, *outputs, runner.final_obs, 0, env.max_episode_steps, 1, 0, n)
     obs = np.empty_like(twin._obs)
     h = hand_args(twin, obs, action)
     rules = h[:4] + h[7:15] + h[18:20] + (action, np.zeros(n))
-    print(f"BatchPong, num_envs={n}, CPU microseconds per call (median of 7 blocks); "
-          f"ns per env-step in brackets")
-
-    def line(label: str, us: float) -> None:
-        print(f"  {label:42s} {us:9.2f}  ({us * 1e3 / n:6.2f})")
-
-    line("numpy kernels: env.step", micros(lambda: numpy_env.step(action)))
-    line("per-env: env.step", micros(lambda: env.step(action)))
-    line("  action validation", micros(lambda: env._action_check(action)))
-    line("  Runner.step", micros(lambda: runner.step(env, checked)))
-    line("    the compiled loop", micros(lambda: loop(*args, 0, n)))
-    line("hand-written loop, same work", micros(lambda: hand(*h, 0, n)))
-    line("hand-written, rules only", micros(lambda: hand_rules_only(*rules, 0, n)))
+    cases: dict[str, Callable[[], Any]] = {
+        "numpy kernels: env.step": lambda: numpy_env.step(action),
+        "per-env: env.step": lambda: env.step(action),
+        "  the compiled loop alone": lambda: runner._entry(*loop_args),
+        **{f"  {name}: env.step": (lambda e=e: e.step(action)) for name, e in variants.items()},
+        "hand-written loop, same work": lambda: hand(*h, 0, n),
+        "hand-written, rules only": lambda: hand_rules_only(*rules, 0, n),
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for r in range(rounds):  # interleaved: every case once per round, the order rotated
+        names = list(cases)
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(micros(cases[name], blocks=1))
+    print(f"BatchPong, num_envs={n}, CPU microseconds per call (median of {rounds} "
+          f"interleaved rounds); ns per env-step in brackets")
+    med = {name: statistics.median(t) for name, t in times.items()}
+    for name, us in med.items():
+        print(f"  {name:42s} {us:9.2f}  ({us * 1e3 / n:6.2f})")
+    full, no_obs, no_rules, neither = (med["per-env: env.step"],
+                                       med["  no observation: env.step"],
+                                       med["  no rules: env.step"], med["  neither: env.step"])
+    print(f"split of the per-env step (ns per env-step): rules {(full - no_rules) * 1e3 / n:.2f}, "
+          f"observation {(full - no_obs) * 1e3 / n:.2f}, base class and Python "
+          f"{neither * 1e3 / n:.2f} (of {full * 1e3 / n:.2f}; the parts overlap)")
 
 
 if __name__ == "__main__":
