@@ -4,8 +4,8 @@ a hand-written numba loop doing only the base class's per-env bookkeeping.
 
     python benchmarks/probe_perenv_step.py [--num-envs 4096]
 
-docs/performance.md ("Per-env kernels: BatchPong, the floors, threads") quotes it. Medians
-of 7 blocks, microseconds per call.
+docs/performance.md ("Per-env kernels: BatchPong, the floors, threads", and "Per-env
+kernels: the step around the rules") quotes it. Medians of 7 blocks, microseconds per call.
 """
 
 from __future__ import annotations
@@ -37,23 +37,29 @@ def micros(f: Callable[[], Any], calls: int = 1000) -> float:
 
 
 @numba.njit(_nrt=False, nogil=True)
-def bookkeeping(elapsed, awaiting, x, reward, terminated, truncated, obs, final, max_steps,
+def bookkeeping(elapsed, awaiting, x, reward, terminated, truncated, obs, max_steps,
                 lo, hi):  # type: ignore[no-untyped-def]
-    """The fused loop's per-env work for a game with no rules, written by hand."""
+    """The fused loop's per-env work for a game with no rules (NEXT_STEP), written by hand
+    over plain arrays."""
     for i in range(lo, hi):
-        final[i] = False
-        if awaiting[i]:
+        if i < 0:
             continue
-        e = elapsed[i] + 1
-        elapsed[i] = e
-        over = max_steps > 0 and e >= max_steps
-        reward[i] = 0.0
+        r = 0.0
+        over = False
+        if awaiting[i]:
+            x[i] = 0.0
+            elapsed[i] = 0
+            awaiting[i] = False
+        else:
+            e = elapsed[i] + 1
+            elapsed[i] = e
+            over = e >= max_steps
+            if over:
+                awaiting[i] = True
+        reward[i] = r
         terminated[i] = False
         truncated[i] = over
-        if over:
-            awaiting[i] = True
-        row = obs[i]
-        row[0] = x[i]
+        obs[i, 0] = x[i]
 
 
 def main() -> None:
@@ -66,30 +72,27 @@ def main() -> None:
     for _ in range(3):
         env.step(action)
     runner = env._per_env
-    checked = env._action_check(action)
-    args = (runner.p, runner.fields(env.state), checked, env._reward, env._terminated,
-            env._truncated, np.empty_like(env._obs), runner.final_obs, runner.final, 0,
-            env.max_episode_steps)
-    loop = runner._fused(args, env._obs, True)
+    form = runner.actions
+    outputs = runner.pool.take()  # (the loop's arguments as Runner.step gives them)
+    args = (runner.p, runner.fields(env.state), 0, runner.every, action, form.low, form.high,
+            *outputs, runner.final_obs, 0, env.max_episode_steps, 1, 0, n)
     ref = NumpyFloor(n)
     ref.reset(seed=0)
     ref.step(action)
     s = env.state
     hand = (s.elapsed_steps.copy(), np.zeros(n, np.bool_), s.x.copy(), np.zeros(n),
             np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros((n, 1), np.float32),
-            np.zeros(n, np.bool_), 10**9)
+            env.max_episode_steps)
     bookkeeping(*hand, 0, n)
+    whole = micros(lambda: env.step(action))
+    loop = micros(lambda: runner._entry(*args))
     print(f"num_envs={n}, CPU microseconds per call (median of 7 blocks)")
-    print(f"  per-env floor: env.step          {micros(lambda: env.step(action)):8.2f}")
-    print(f"    action validation              {micros(lambda: env._action_check(action)):8.2f}")
-    print(f"    Runner.step                    {micros(lambda: runner.step(env, checked)):8.2f}")
-    print(f"      the compiled loop            {micros(lambda: loop(*args, 0, n)):8.2f}")
-    print(f"      finding it for these types   "
-          f"{micros(lambda: runner._fused(args, env._obs, True)):8.2f}")
-    print(f"      the fresh observation array  "
-          f"{micros(lambda: np.empty_like(env._obs)):8.2f}")
+    print(f"  per-env floor: env.step          {whole:8.2f}")
+    print(f"    the compiled loop alone        {loop:8.2f}  (its action check included)")
+    print(f"    the Python around it           {whole - loop:8.2f}")
     print(f"  hand-written bookkeeping loop    {micros(lambda: bookkeeping(*hand, 0, n)):8.2f}")
     print(f"  numpy floor: env.step            {micros(lambda: ref.step(action)):8.2f}")
+    del outputs
 
 
 if __name__ == "__main__":
