@@ -147,7 +147,9 @@ def fire(s, i, action):
             return
 
 
-@perenv.rule
+# The three large rules called every step are inline=True: left calls, each would copy the
+# state's namedtuple in every env's pass (docs/writing_envs.md, section 7)
+@perenv.rule(inline=True)
 def move_rocks(s, i):
     for k in range(K):
         if s.rock_size[i, k] > 0:
@@ -175,7 +177,7 @@ def split_rock(s, i, k):
             return
 
 
-@perenv.rule
+@perenv.rule(inline=True)
 def shoot_rocks(s, i):
     """Each flying bullet, in slot order, destroys the first rock (in slot order) it is
     inside, and is spent. Returns the number of hits."""
@@ -194,7 +196,7 @@ def shoot_rocks(s, i):
     return hits
 
 
-@perenv.rule
+@perenv.rule(inline=True)
 def ship_crashed(s, i):
     for k in range(K):
         size = s.rock_size[i, k]
