@@ -31,6 +31,7 @@ directory turns it off too (the same results, compiled in every process).
 
 from __future__ import annotations
 
+import dis
 import enum
 import functools
 import hashlib
@@ -153,8 +154,8 @@ class _Digest:
             except ValueError:  # (an empty cell)
                 content = None
             self.value(content, f"{what} (closure)", set())
-        names = set(_names(code))
-        for name in sorted(names):
+        names = set(_names(code))  # (attributes it may read from a module or class)
+        for name in sorted(set(_global_names(code))):
             if name in f.__globals__:
                 self.add("global", name)
                 self.value(f.__globals__[name], f"{what}: global {name!r}", names)
@@ -228,6 +229,17 @@ def _names(code: types.CodeType) -> Iterator[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             yield from _names(const)
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    """The globals ``code`` (and the code nested in it) reads: not every name of
+    ``co_names``, which holds attribute names too (``p.x`` beside a global ``x``)."""
+    for instr in dis.get_instructions(code):
+        if instr.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            yield instr.argval
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)
 
 
 def _is_dispatcher(v: Any) -> bool:

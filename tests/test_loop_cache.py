@@ -267,6 +267,26 @@ def test_what_the_key_cannot_hash_is_not_cached(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+LOCK = __import__("threading").Lock()  # a module global the key cannot hash
+
+
+def _reads_a_field_named_like_it(p, s, i, action):
+    return 0.0, p.LOCK  # (an attribute of p, not the global LOCK)
+
+
+def _reads_the_global(p, s, i, action):
+    return 0.0, LOCK is None
+
+
+def test_an_attribute_named_like_a_global_is_not_the_global():
+    """The key follows the globals a kernel reads (LOAD_GLOBAL), not every name of its
+    code: `p.LOCK` beside a module-level `LOCK` the key cannot hash still caches (BatchPong
+    lost its cache once to `p.image_constants` beside a function of that name)."""
+    assert _key(_kernels(_reads_a_field_named_like_it))
+    with pytest.raises(_loop_cache.Uncachable, match="LOCK"):
+        _key(_kernels(_reads_the_global))
+
+
 def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("BATCHENV_CACHE_DIR", str(tmp_path))
     assert _loop_cache.cache_dir() == tmp_path
