@@ -264,14 +264,14 @@ if numba_available():
 _LOOPS = '''
 
 @_inner
-def env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, final_obs, mode,
+def env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, mode,
            max_steps):  # one env's part of op (see run)
-    # each kernel has one call site (observe_env two) for every op: numba inlines every
-    # call site, so fewer sites compile faster (docs/performance.md, "Compile time")
+    # each kernel has one call site for every op: numba inlines every call site, so fewer
+    # sites compile faster (docs/performance.md, "Compile time")
     r = 0.0
     t = False
     tr = False
-    restart = op == 1 and chosen[i]
+    restart = (op == 1 or op == 4) and chosen[i]
     if op == 0 or op == 3:
         if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
             restart = op == 0 and mode != 2  # (and SAME_STEP, for a row set awaiting by
@@ -281,30 +281,27 @@ def env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, fina
                 elapsed = s.elapsed_steps[i] + 1
                 s.elapsed_steps[i] = elapsed
                 tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
-                if t or tr:
-                    if mode == 1:  # SAME_STEP: the final observation, then a new episode
-                        observe_env(p, s, i, final_obs[i])
-                        restart = True
-                    else:
-                        s.awaiting_reset[i] = True
+                if t or tr:  # (SAME_STEP: observed as it ends, reset by op 4 after)
+                    s.awaiting_reset[i] = True
     if restart:
         reset_env(p, s, i)
-        if op == 0:
+        if op != 1:
             s.elapsed_steps[i] = 0
             s.awaiting_reset[i] = False
     if op == 0 or op == 3:
         reward[i] = r
         terminated[i] = t
         truncated[i] = tr
-    if op == 0 or op == 2:
+    if op == 0 or op == 2 or (op == 4 and chosen[i]):
         observe_env(p, s, i, obs[i])
 
 
 @_outer
-def run(p, s, op, chosen, action, low, high, reward, terminated, truncated, obs, final_obs,
-        mode, max_steps, check, lo, hi):
+def run(p, s, op, chosen, action, low, high, reward, terminated, truncated, obs, mode,
+        max_steps, check, lo, hi):
     # op 0: the whole step of rows [lo, hi) in one pass, base class included (step_env,
-    # the time limit, the flags, auto-reset in `mode`, observe_env into obs);
+    # the time limit, the flags, auto-reset in `mode`, observe_env into obs); 4: SAME_STEP's
+    # new episodes after it (the rows where `chosen`: reset, then observed into obs);
     # the numpy-form kernels, for the base class's other calls and debug mode:
     # 1 reset_envs / reset_rows (the rows where `chosen`), 2 observe (into obs),
     # 3 step_envs (reward, terminated). check: 1 checks every action's range before any
@@ -318,14 +315,14 @@ def run(p, s, op, chosen, action, low, high, reward, terminated, truncated, obs,
         if i >= 0:  # (always: it tells the compiler so, and then s.x[i] skips numba's
             # wraparound of negative indices, a load and two operations per access;
             # docs/performance.md, "Per-env kernels: no wraparound")
-            env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs,
-                   final_obs, mode, max_steps)
+            env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, mode,
+                   max_steps)
     return -1
 '''
 #: The loops :data:`_LOOPS` defines, by name.
 LOOP_NAMES = ("run",)
 #: ``run``'s operations.
-STEP, RESET, OBSERVE, STEP_ONLY = 0, 1, 2, 3
+STEP, RESET, OBSERVE, STEP_ONLY, RESET_OBSERVE = 0, 1, 2, 3, 4
 # numba's options: the kernels and env_op are inlined into the loop (a call that passes
 # arrays would count references to each of them, in every env's pass: docs/performance.md);
 # nogil: the threads of num_threads > 1 run blocks of rows at once
@@ -560,7 +557,8 @@ class Runner:
         if not space.shape:
             raise TypeError(f"{cls.__name__}: per-env kernels need an observation space with "
                             f"a shape (observe_env writes obs = out[i]); got {space}")
-        self.final_obs = np.zeros_like(env._obs)
+        # the observation argument of the operations that write none (never indexed)
+        self.no_obs = np.zeros((1, *env._obs.shape[1:]), dtype=env._obs.dtype)
         self.p: Any = self.params(env)
         self.actions = _ActionForm(env.single_action_space, env.num_envs,
                                     compiled=kernels == "numba")
@@ -660,27 +658,27 @@ class Runner:
         reward, terminated, truncated = outputs or self.scratch
         self._run(n, (self.p, self.fields(s), op, self.every if chosen is None else chosen,
                       form.dummy if action is None else action, form.low, form.high, reward,
-                      terminated, truncated, obs, self.final_obs, 0, _NO_LIMIT, 0))
+                      terminated, truncated, obs, 0, _NO_LIMIT, 0))
 
     # the numpy-form kernels, as loops over the rows
     def reset_envs(self, env: BatchEnv, s: State, rng: Any) -> None:
         self.p = self.params(env)
         if len(s) > len(self.every):
             self.every = np.ones(len(s), dtype=np.bool_)
-        self._op(RESET, s, self.final_obs)
+        self._op(RESET, s, self.no_obs)
 
     def reset_rows(self, env: BatchEnv, s: State, rows: np.ndarray, rng: Any) -> None:
         self.p = self.params(env)
         chosen = np.zeros(len(s), dtype=np.bool_)
         chosen[rows] = True
-        self._op(RESET, s, self.final_obs, chosen)
+        self._op(RESET, s, self.no_obs, chosen)
 
     def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
         n = len(s)
         outputs = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_),
                    np.zeros(n, dtype=np.bool_))
-        self._op(STEP_ONLY, s, self.final_obs, outputs=outputs,
+        self._op(STEP_ONLY, s, self.no_obs, outputs=outputs,
                  action=self.actions.canonical_checked(action))
         return outputs[0], outputs[1]
 
@@ -701,7 +699,7 @@ class Runner:
             args = self._compile(args)
         args = (self.p, self.fields(env.state), *args[2:])
         loop = self.loops["run"]
-        status = int(loop(*args[:14], 2, 0, n)) if args[14] else -1
+        status = int(loop(*args[:13], 2, 0, n)) if args[13] else -1
         compiled = loop.overloads.get(tuple(loop.typeof_pyval(a) for a in (*args, 0, 0)))
         self._entry = None if compiled is None else compiled.entry_point
         return status, args
@@ -738,7 +736,7 @@ class Runner:
         fields = self._state_fields if s is self._state else self.fields(s)
         p = self.p
         args = (p, fields, STEP, self.every, a, form.low, form.high, reward, terminated,
-                truncated, obs, self.final_obs,
+                truncated, obs,
                 0 if mode is AutoresetMode.NEXT_STEP else 1 if mode is AutoresetMode.SAME_STEP
                 else 2, _NO_LIMIT if limit is None else limit, check)  # (_MODES, unhashed)
         writable = fresh or obs.flags.writeable
@@ -757,25 +755,31 @@ class Runner:
                 self._entry_for = (self.p, args[1], None, None, None, None) if copy else (
                     self.p, args[1], obs, reward, terminated, truncated)
                 if status < 0:
-                    self._blocks(self._entry or self.loops["run"], 0, n, (*args[:14], 0))
+                    self._blocks(self._entry or self.loops["run"], 0, n, (*args[:13], 0))
             elif self.num_threads == 1 or n < 2 * self.num_threads:
                 status = self._entry(*args, 0, n)
             else:  # the whole batch's check, then the blocks on the threads
-                status = self._entry(*args[:14], check and 2, 0, n)
+                status = self._entry(*args[:13], check and 2, 0, n)
                 if status < 0:
-                    self._blocks(self._entry, 0, n, (*args[:14], 0))
+                    self._blocks(self._entry, 0, n, (*args[:13], 0))
         finally:
             if not writable:
                 obs.flags.writeable = False
         if status >= 0:
             form.refuse(env, actions, status)
         info: dict[str, Any] = {}
-        if mode is AutoresetMode.SAME_STEP:
-            ended = np.logical_or(terminated, truncated)
+        if mode is AutoresetMode.SAME_STEP:  # the envs that ended: observed as they ended,
+            ended = np.logical_or(terminated, truncated)  # then a new episode each
             if np.count_nonzero(ended):
                 done = ended.nonzero()[0]
                 final_obs = np.full(n, None, dtype=object)
-                final_obs[done] = list(self.final_obs[done])
+                final_obs[done] = list(obs[done])
+                renew = (*args[:2], RESET_OBSERVE, ended, *args[4:13], 0)
+                with _writable(obs):
+                    if self.kernels != "numba":
+                        self._run(n, renew)
+                    else:
+                        self._blocks(self._entry or self.loops["run"], 0, n, renew)
                 info = {"final_obs": final_obs, "_final_obs": ended,
                         "final_info": {}, "_final_info": ended.copy()}
         if copy and not fresh:

@@ -129,7 +129,12 @@ def test_copy_false_canvas_stays_read_only():
         obs[0, 0, 0] = 1
 
 
-def test_the_compiled_step_calls_no_other_function():
+class _UncachedPong(BatchPong):
+    """BatchPong's kernels in loops of their own (numba shows no code it loaded from the
+    compile cache: this class compiles them, the cache off)."""
+
+
+def test_the_compiled_step_calls_no_other_function(monkeypatch):
     """The fused step of BatchPong's per-env kernels is one function: every rule inlined.
     A rule left a call (LLVM's inliner declined it: it happened to `substep` once) passes
     `p` and the state's namedtuple by value, dozens of words, in every env's pass, and
@@ -137,7 +142,8 @@ def test_the_compiled_step_calls_no_other_function():
     on the large rules prevents it."""
     import re
 
-    env = BatchPong(8, kernels="numba")
+    monkeypatch.setenv("BATCHENV_CACHE_DIR", "")
+    env = _UncachedPong(8, kernels="numba")
     env.reset(seed=0)
     env.step(np.zeros(8, dtype=np.int64))
     loop = env._per_env.loops["run"]
