@@ -63,7 +63,7 @@ def main() -> None:
             rng = np.random.default_rng(0)
             actions = [rng.integers(0, space.n, n) for _ in range(16)]
             last = {}
-            for name, env in envs.items():
+            for env in envs.values():
                 for t in range(args.warmup):
                     env.step(actions[t % 16])
             times: dict[str, list[float]] = {k: [] for k in envs}

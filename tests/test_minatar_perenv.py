@@ -199,6 +199,26 @@ def test_asterix_per_env_equals_numpy_in_late_game_states():
     assert full_lane_spawns > 10 and ramps > 10  # the rare rules did run
 
 
+def test_asterix_lane_code_env_is_lane_codes():
+    """The per-env observation's lane code (an index into the table of lane images) is the
+    numpy observation's, for every slot of random states (dead slots' columns anywhere)."""
+    from batchenv.envs.minatar.asterix import lane_code_env, lane_codes
+
+    env = BatchAsterix(256, kernels="numpy")
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    s = env.get_state()
+    shape = s["alive"].shape
+    s["alive"] = rng.random(shape) < 0.5
+    s["ent_x"] = np.where(s["alive"], rng.integers(0, 10, shape), rng.integers(-1, 11, shape))
+    s["ent_right"] = rng.random(shape) < 0.5
+    s["ent_gold"] = rng.random(shape) < 0.3
+    env.set_state(s)
+    expected = lane_codes(env.state)
+    got = [[lane_code_env(env.state, i, k) for k in range(shape[1])] for i in range(shape[0])]
+    np.testing.assert_array_equal(np.array(got, dtype=np.int64), expected)
+
+
 def test_seaquest_per_env_equals_numpy_in_crowded_late_game_states():
     """Seaquest's rules a short random run rarely reaches (many enemies and subs firing,
     bullets in flight, divers on board, surfacings that ramp, the fastest speeds), from a

@@ -1,8 +1,8 @@
 """The MinAtar games' shared helpers against plain-Python oracles: the canvas of rows kept
 drawn between steps (``_rows.RowCanvas``), the slot helpers, the exact ``rand() < p``
 test on random words (``_base.rand_below``) and the per-env kernels' board helpers
-(``_base.clear_board``, ``clear_rows``, ``paint_row``, ``paint_table_row``), compiled and
-as plain Python."""
+(``_base.clear_board``, ``paint_row``, ``paint_table_row``), compiled and as plain
+Python."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from batchenv.envs.minatar._base import (
     clear_board,
-    clear_rows,
     paint_row,
     paint_table_row,
     rand_below,
@@ -142,15 +141,13 @@ def test_set_bits_and_set_cells_list_every_set_cell_once(density):
         == expected
 
 
-def _board_helpers(obs, table, codes, rows):
+def _board_helpers(obs, table, codes, y):
     """Each helper in turn on one env's board ``obs``: a copy of ``obs`` after each."""
     seen = []
-    clear_rows(obs, rows[0], rows[1])
+    for row in range(len(codes)):
+        paint_table_row(obs, row, table, codes[row])
     seen.append(obs.copy())
-    for y in range(len(codes)):
-        paint_table_row(obs, y, table, codes[y])
-    seen.append(obs.copy())
-    paint_row(obs, rows[1], table[codes[0]])
+    paint_row(obs, y, table[codes[0]])
     seen.append(obs.copy())
     clear_board(obs)
     seen.append(obs.copy())
@@ -166,20 +163,18 @@ def test_board_helpers_write_the_rows_they_name(channels, compiled):
     table = np.ascontiguousarray(images.reshape(7, -1)).view(np.uint64)
     assert table.shape == (7, width)
     codes = rng.integers(0, 7, 10).astype(np.uint64)
-    rows = (2, 5)
+    y = 5  # paint_row's row
     obs = rng.random((10, 10, channels)) < 0.5
     expected, board = [], obs.copy()
-    board[rows[0]:rows[1]] = False
-    expected.append(board.copy())
     board[:] = images[codes.astype(np.intp)]
     expected.append(board.copy())
-    board[rows[1]] = images[codes[0]]
+    board[y] = images[codes[0]]
     expected.append(board.copy())
     expected.append(np.zeros_like(board))
     if compiled:
         numba = pytest.importorskip("numba")
-        seen = numba.njit(_board_helpers)(obs, table, codes, rows)
+        seen = numba.njit(_board_helpers)(obs, table, codes, y)
     else:
-        seen = _board_helpers(obs, table, codes, rows)
+        seen = _board_helpers(obs, table, codes, y)
     for k, (got, want) in enumerate(zip(seen, expected)):
         np.testing.assert_array_equal(got, want, err_msg=f"helper {k}")

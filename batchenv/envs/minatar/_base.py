@@ -40,7 +40,7 @@ from batchenv.state import Field, State
 
 __all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS",
            "cubehelix_palette", "minatar_palette", "rand_below", "randint", "sticky_actions",
-           "sticky_action_env", "clear_board", "clear_rows", "paint_row", "paint_table_row"]
+           "sticky_action_env", "clear_board", "paint_row", "paint_table_row"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
@@ -128,20 +128,12 @@ def paint_row(obs: np.ndarray, y: int, image: np.ndarray) -> None:
 
 
 @perenv.rule
-def clear_rows(obs: np.ndarray, first: int, stop: int) -> None:
-    """Board rows ``first`` to ``stop - 1`` of one env's observation to False, a word at a
-    time (rows of a multiple of 8 cells and channels)."""
-    words = perenv.words(obs)
-    width = len(words) // GRID  # words per board row
-    for k in range(first * width, stop * width):
-        words[k] = 0
-
-
-@perenv.rule
 def paint_table_row(obs: np.ndarray, y: int, table: np.ndarray, code: np.uint64) -> None:
     """Board row ``y`` of one env's observation set to row ``code`` of ``table`` (a table
     of row images, ``(codes, words per board row)`` uint64): :func:`paint_row` of
-    ``table[code]`` without making the view (``code`` unsigned: no wraparound)."""
+    ``table[code]`` without making the view (``code`` unsigned: no wraparound). For a
+    module-level table the width is a constant of the compiled code: a few stores, where a
+    loop over a width read from ``obs`` becomes a call of memset."""
     words = perenv.words(obs)
     width = table.shape[1]
     first = y * width

@@ -17,7 +17,6 @@ from batchenv.envs.minatar._base import (
     UP,
     MinAtarEnv,
     MinAtarState,
-    clear_rows,
     paint_table_row,
     rand_below,
     randint,
@@ -69,6 +68,7 @@ def _lane_images() -> np.ndarray:
 #: :func:`_lane_images` as uint64 words, ``(41, 5)``: the per-env observation copies a
 #: lane's image from here (``paint_table_row``) instead of drawing its cells
 _LANE_WORDS = np.ascontiguousarray(_lane_images().reshape(1 + 4 * GRID, -1)).view(np.uint64)
+_EMPTY_LANE = np.uint64(0)  # the code of an empty lane (and of rows 0 and 9)
 
 
 class AsterixState(MinAtarState):
@@ -278,10 +278,13 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
 
     @staticmethod
     def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
-        clear_rows(obs, 0, 1)  # (rows 0 and 9 hold no lane)
-        for k in range(SLOTS):  # each lane's image (observe's RowCanvas, redrawn each time)
+        # every board row from the table of lane images (observe's RowCanvas, redrawn each
+        # time): rows 0 and 9 hold no lane, the image of code 0 (a clear of a row by
+        # another helper would be a memset call: its width is not a constant)
+        paint_table_row(obs, 0, _LANE_WORDS, _EMPTY_LANE)
+        for k in range(SLOTS):
             paint_table_row(obs, k + 1, _LANE_WORDS, lane_code_env(s, i, k))
-        clear_rows(obs, GRID - 1, GRID)
+        paint_table_row(obs, GRID - 1, _LANE_WORDS, _EMPTY_LANE)
         obs[s.player_y[i], s.player_x[i], _PLAYER] = True
 
 
