@@ -69,6 +69,12 @@ def _lane_images() -> np.ndarray:
 #: lane's image from here (``paint_table_row``) instead of drawing its cells
 _LANE_WORDS = np.ascontiguousarray(_lane_images().reshape(1 + 4 * GRID, -1)).view(np.uint64)
 _EMPTY_LANE = np.uint64(0)  # the code of an empty lane (and of rows 0 and 9)
+# lane_codes_env: the 8 slots of a field as the bytes of one word (slot k in byte k)
+_BYTES = np.uint64(0x0101010101010101)  # 1 in every byte
+_BYTE = np.uint64(0xFF)
+_BYTE_SHIFT = np.arange(0, 8 * SLOTS, 8, dtype=np.uint64)  # slot k's byte: >> 8k
+_TEN, _TWENTY = np.uint64(GRID), np.uint64(2 * GRID)
+assert SLOTS == 8  # (a field's slots are one word)
 
 
 class AsterixState(MinAtarState):
@@ -282,8 +288,9 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
         # time): rows 0 and 9 hold no lane, the image of code 0 (a clear of a row by
         # another helper would be a memset call: its width is not a constant)
         paint_table_row(obs, 0, _LANE_WORDS, _EMPTY_LANE)
+        codes = lane_codes_env(s, i)  # lane k's code in byte k
         for k in range(SLOTS):
-            paint_table_row(obs, k + 1, _LANE_WORDS, lane_code_env(s, i, k))
+            paint_table_row(obs, k + 1, _LANE_WORDS, (codes >> _BYTE_SHIFT[k]) & _BYTE)
         paint_table_row(obs, GRID - 1, _LANE_WORDS, _EMPTY_LANE)
         obs[s.player_y[i], s.player_x[i], _PLAYER] = True
 
@@ -459,10 +466,14 @@ def ramp_difficulty_env(s: Any, i: int) -> None:
 
 
 @perenv.rule
-def lane_code_env(s: Any, i: int, k: int) -> np.uint64:
-    """:func:`lane_codes` for slot ``k`` of row ``i``: its lane's image in
-    :func:`_lane_images` (0 for an empty lane, else ``1 + x + 10 * right + 20 * gold``),
-    unsigned (a table index without wraparound)."""
-    code = 1 + s.ent_x[i, k] + GRID * np.int64(s.ent_right[i, k]) \
-        + 2 * GRID * np.int64(s.ent_gold[i, k])
-    return np.uint64(code * np.int64(s.alive[i, k]))
+def lane_codes_env(s: Any, i: int) -> np.uint64:
+    """:func:`lane_codes` for row ``i``: each lane's image in :func:`_lane_images` (0 for
+    an empty lane, else ``1 + x + 10 * right + 20 * gold``), lane k's in byte k of one
+    word, computed on the 8 slots at once (each field's slots read as one word, as
+    Freeway's cars: a code is at most 40, so no byte carries into the next; a dead slot's
+    column, which may be -1, is cleared before the sum)."""
+    present = perenv.words(s.alive[i])[0] * _BYTE  # 0xFF in the byte of a live slot
+    x = perenv.words(s.ent_x[i])[0] & present
+    right = perenv.words(s.ent_right[i])[0]
+    gold = perenv.words(s.ent_gold[i])[0]
+    return (_BYTES + x + right * _TEN + gold * _TWENTY) & present
