@@ -111,7 +111,10 @@ def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
 @perenv.rule
 def clear_board(obs: np.ndarray) -> None:
     """Every cell of one env's observation to False, a word of 8 cells at a time (a board of
-    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``)."""
+    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``).
+    Compiled, its size is read from ``obs``, and the loop is a call of memset: a board
+    painted row by row from a module-level table (:func:`paint_table_row`) is a few stores
+    per row instead (Asterix, Breakout: 1.08-1.1x their step)."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0
