@@ -199,6 +199,28 @@ def test_asterix_per_env_equals_numpy_in_late_game_states():
     assert full_lane_spawns > 10 and ramps > 10  # the rare rules did run
 
 
+def test_asterix_lane_codes_env_is_lane_codes():
+    """The per-env observation's lane codes (indices into the table of lane images, the 8
+    lanes as the bytes of one word) are the numpy observation's, for random states (dead
+    slots' columns anywhere from -1 to 10)."""
+    from batchenv.envs.minatar.asterix import lane_codes, lane_codes_env
+
+    env = BatchAsterix(256, kernels="numpy")
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    s = env.get_state()
+    shape = s["alive"].shape
+    s["alive"] = rng.random(shape) < 0.5
+    s["ent_x"] = np.where(s["alive"], rng.integers(0, 10, shape), rng.integers(-1, 11, shape))
+    s["ent_right"] = rng.random(shape) < 0.5
+    s["ent_gold"] = rng.random(shape) < 0.3
+    env.set_state(s)
+    expected = lane_codes(env.state)
+    words = np.array([lane_codes_env(env.state, i) for i in range(shape[0])], np.uint64)
+    got = (words[:, None] >> np.arange(0, 64, 8, dtype=np.uint64)) & np.uint64(0xFF)
+    np.testing.assert_array_equal(got.astype(np.int64), expected)
+
+
 def test_seaquest_per_env_equals_numpy_in_crowded_late_game_states():
     """Seaquest's rules a short random run rarely reaches (many enemies and subs firing,
     bullets in flight, divers on board, surfacings that ramp, the fastest speeds), from a

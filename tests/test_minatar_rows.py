@@ -1,6 +1,8 @@
 """The MinAtar games' shared helpers against plain-Python oracles: the canvas of rows kept
-drawn between steps (``_rows.RowCanvas``), the slot helpers, and the exact ``rand() < p``
-test on random words (``_base.rand_below``)."""
+drawn between steps (``_rows.RowCanvas``), the slot helpers, the exact ``rand() < p``
+test on random words (``_base.rand_below``) and the per-env kernels' board helpers
+(``_base.clear_board``, ``paint_row``, ``paint_table_row``), compiled and as plain
+Python."""
 
 from __future__ import annotations
 
@@ -9,7 +11,13 @@ import pickle
 import numpy as np
 import pytest
 
-from batchenv.envs.minatar._base import rand_below, word_threshold
+from batchenv.envs.minatar._base import (
+    clear_board,
+    paint_row,
+    paint_table_row,
+    rand_below,
+    word_threshold,
+)
 from batchenv.envs.minatar._rows import RowCanvas, per_slot, slot_word
 
 BOARD = (10, 10, 4)
@@ -131,3 +139,42 @@ def test_set_bits_and_set_cells_list_every_set_cell_once(density):
     pair, column = set_cells(masks)
     assert sorted(zip((pair // 10).tolist(), (pair % 10).tolist(), column.tolist())) \
         == expected
+
+
+def _board_helpers(obs, table, codes, y):
+    """Each helper in turn on one env's board ``obs``: a copy of ``obs`` after each."""
+    seen = []
+    for row in range(len(codes)):
+        paint_table_row(obs, row, table, codes[row])
+    seen.append(obs.copy())
+    paint_row(obs, y, table[codes[0]])
+    seen.append(obs.copy())
+    clear_board(obs)
+    seen.append(obs.copy())
+    return seen
+
+
+@pytest.mark.parametrize("channels", [4, 8])  # rows of whole words (Asterix: 4)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_board_helpers_write_the_rows_they_name(channels, compiled):
+    rng = np.random.default_rng(channels)
+    width = 10 * channels // 8  # words per board row
+    images = rng.random((7, 10, channels)) < 0.4
+    table = np.ascontiguousarray(images.reshape(7, -1)).view(np.uint64)
+    assert table.shape == (7, width)
+    codes = rng.integers(0, 7, 10).astype(np.uint64)
+    y = 5  # paint_row's row
+    obs = rng.random((10, 10, channels)) < 0.5
+    expected, board = [], obs.copy()
+    board[:] = images[codes.astype(np.intp)]
+    expected.append(board.copy())
+    board[y] = images[codes[0]]
+    expected.append(board.copy())
+    expected.append(np.zeros_like(board))
+    if compiled:
+        numba = pytest.importorskip("numba")
+        seen = numba.njit(_board_helpers)(obs, table, codes, y)
+    else:
+        seen = _board_helpers(obs, table, codes, y)
+    for k, (got, want) in enumerate(zip(seen, expected)):
+        np.testing.assert_array_equal(got, want, err_msg=f"helper {k}")

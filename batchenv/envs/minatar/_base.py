@@ -40,7 +40,7 @@ from batchenv.state import Field, State
 
 __all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS",
            "cubehelix_palette", "minatar_palette", "rand_below", "randint", "sticky_actions",
-           "sticky_action_env", "clear_board", "paint_row"]
+           "sticky_action_env", "clear_board", "paint_row", "paint_table_row"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
@@ -111,7 +111,10 @@ def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
 @perenv.rule
 def clear_board(obs: np.ndarray) -> None:
     """Every cell of one env's observation to False, a word of 8 cells at a time (a board of
-    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``)."""
+    a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``).
+    Compiled, its size is read from ``obs``, and the loop is a call of memset: a board
+    painted row by row from a module-level table (:func:`paint_table_row`) is a few stores
+    per row instead (Asterix, Breakout: 1.08-1.1x their step)."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0
@@ -125,6 +128,20 @@ def paint_row(obs: np.ndarray, y: int, image: np.ndarray) -> None:
     first = y * len(image)
     for k in range(len(image)):
         words[first + k] = image[k]
+
+
+@perenv.rule
+def paint_table_row(obs: np.ndarray, y: int, table: np.ndarray, code: np.uint64) -> None:
+    """Board row ``y`` of one env's observation set to row ``code`` of ``table`` (a table
+    of row images, ``(codes, words per board row)`` uint64): :func:`paint_row` of
+    ``table[code]`` without making the view (``code`` unsigned: no wraparound). For a
+    module-level table the width is a constant of the compiled code: a few stores, where a
+    loop over a width read from ``obs`` becomes a call of memset."""
+    words = perenv.words(obs)
+    width = table.shape[1]
+    first = y * width
+    for k in range(width):
+        words[first + k] = table[code, k]
 
 
 # ---------------------------------------------------------------- rendering

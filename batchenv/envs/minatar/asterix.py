@@ -17,7 +17,7 @@ from batchenv.envs.minatar._base import (
     UP,
     MinAtarEnv,
     MinAtarState,
-    clear_board,
+    paint_table_row,
     rand_below,
     randint,
     sticky_action_env,
@@ -58,11 +58,23 @@ def _lane_images() -> np.ndarray:
         for right in (0, 1):
             for x in range(GRID):
                 image = images[1 + x + GRID * right + 2 * GRID * gold]
-                image[x, 3 if gold else 1] = True
+                image[x, _GOLD if gold else _ENEMY] = True
                 back = x - 1 if right else x + 1
                 if 0 <= back <= GRID - 1:
-                    image[back, 2] = True
+                    image[back, _TRAIL] = True
     return images
+
+
+#: :func:`_lane_images` as uint64 words, ``(41, 5)``: the per-env observation copies a
+#: lane's image from here (``paint_table_row``) instead of drawing its cells
+_LANE_WORDS = np.ascontiguousarray(_lane_images().reshape(1 + 4 * GRID, -1)).view(np.uint64)
+_EMPTY_LANE = np.uint64(0)  # the code of an empty lane (and of rows 0 and 9)
+# lane_codes_env: the 8 slots of a field as the bytes of one word (slot k in byte k)
+_BYTES = np.uint64(0x0101010101010101)  # 1 in every byte
+_BYTE = np.uint64(0xFF)
+_BYTE_SHIFT = np.arange(0, 8 * SLOTS, 8, dtype=np.uint64)  # slot k's byte: >> 8k
+_TEN, _TWENTY = np.uint64(GRID), np.uint64(2 * GRID)
+assert SLOTS == 8  # (a field's slots are one word)
 
 
 class AsterixState(MinAtarState):
@@ -272,9 +284,14 @@ class BatchAsterix(MinAtarEnv[AsterixState]):
 
     @staticmethod
     def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
-        clear_board(obs)
+        # every board row from the table of lane images (observe's RowCanvas, redrawn each
+        # time): rows 0 and 9 hold no lane, the image of code 0 (a clear of a row by
+        # another helper would be a memset call: its width is not a constant)
+        paint_table_row(obs, 0, _LANE_WORDS, _EMPTY_LANE)
+        codes = lane_codes_env(s, i)  # lane k's code in byte k
         for k in range(SLOTS):
-            draw_lane_env(s, i, k, obs)
+            paint_table_row(obs, k + 1, _LANE_WORDS, (codes >> _BYTE_SHIFT[k]) & _BYTE)
+        paint_table_row(obs, GRID - 1, _LANE_WORDS, _EMPTY_LANE)
         obs[s.player_y[i], s.player_x[i], _PLAYER] = True
 
 
@@ -408,24 +425,27 @@ def move_player_env(s: Any, i: int, a: int) -> None:
 @perenv.rule
 def collide_env(s: Any, i: int) -> tuple[bool, bool]:
     """:func:`collide` for row ``i``: whether the entity of the player's lane is in the
-    player's cell and is gold (picked up: its slot freed), or an enemy."""
+    player's cell and is gold (picked up: its slot freed), or an enemy. (Bitwise, without
+    branches, as the rules below: whether a slot is alive, or met, is a coin toss to the
+    branch predictor from one env to the next.)"""
     k = s.player_y[i] - 1  # the player's lane's slot
-    met = s.alive[i, k] and s.ent_x[i, k] == s.player_x[i]
-    gold = met and s.ent_gold[i, k]
-    if gold:
-        s.alive[i, k] = False
-    return gold, met and not gold
+    alive = s.alive[i, k]
+    met = alive & (s.ent_x[i, k] == s.player_x[i])
+    gold = met & s.ent_gold[i, k]
+    s.alive[i, k] = alive ^ gold  # (gold is met: alive)
+    return gold, met ^ gold
 
 
 @perenv.rule
 def move_entities_env(s: Any, i: int) -> None:
     """:func:`move_entities` for row ``i``, whose move timer is 0: each live entity one
-    cell its way, gone past an edge (its column stays where it went: -1 or 10)."""
+    cell its way, gone past an edge (its column stays where it went: -1 or 10); a dead
+    slot's column moves by 0."""
     for k in range(SLOTS):
-        if s.alive[i, k]:
-            x = s.ent_x[i, k] + (1 if s.ent_right[i, k] else -1)
-            s.ent_x[i, k] = x
-            s.alive[i, k] = 0 <= x <= _LAST
+        alive = s.alive[i, k]
+        x = s.ent_x[i, k] + (2 * np.int64(s.ent_right[i, k]) - 1) * np.int64(alive)
+        s.ent_x[i, k] = x
+        s.alive[i, k] = alive & (x >= 0) & (x <= _LAST)
 
 
 @perenv.rule
@@ -446,13 +466,14 @@ def ramp_difficulty_env(s: Any, i: int) -> None:
 
 
 @perenv.rule
-def draw_lane_env(s: Any, i: int, k: int, obs: np.ndarray) -> None:
-    """Slot ``k``'s entity on its lane (row ``k + 1``; :func:`_lane_images`): channel 1
-    (enemy) or 3 (gold) at its column, 2 (trail) in the cell behind it if that is on the
-    board."""
-    if s.alive[i, k]:
-        x = s.ent_x[i, k]
-        obs[k + 1, x, _GOLD if s.ent_gold[i, k] else _ENEMY] = True
-        back = x - 1 if s.ent_right[i, k] else x + 1
-        if 0 <= back <= _LAST:
-            obs[k + 1, back, _TRAIL] = True
+def lane_codes_env(s: Any, i: int) -> np.uint64:
+    """:func:`lane_codes` for row ``i``: each lane's image in :func:`_lane_images` (0 for
+    an empty lane, else ``1 + x + 10 * right + 20 * gold``), lane k's in byte k of one
+    word, computed on the 8 slots at once (each field's slots read as one word, as
+    Freeway's cars: a code is at most 40, so no byte carries into the next; a dead slot's
+    column, which may be -1, is cleared before the sum)."""
+    present = perenv.words(s.alive[i])[0] * _BYTE  # 0xFF in the byte of a live slot
+    x = perenv.words(s.ent_x[i])[0] & present
+    right = perenv.words(s.ent_right[i])[0]
+    gold = perenv.words(s.ent_gold[i])[0]
+    return (_BYTES + x + right * _TEN + gold * _TWENTY) & present

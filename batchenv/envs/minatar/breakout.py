@@ -14,8 +14,7 @@ from batchenv.envs.minatar._base import (
     RIGHT,
     MinAtarEnv,
     MinAtarState,
-    clear_board,
-    paint_row,
+    paint_table_row,
     randint,
     sticky_action_env,
 )
@@ -50,6 +49,8 @@ def _brick_rows() -> np.ndarray:
 
 #: :func:`_brick_rows` as 5 words per mask (``observe_env`` copies a wall row's words).
 _BRICK_WORDS = np.ascontiguousarray(_brick_rows().reshape(1 << ROW_BITS, -1)).view(np.uint64)
+_NO_BRICKS = np.uint64(0)  # the mask of a row without bricks: an empty row's image
+_OPEN_ROWS = tuple(y for y in range(GRID) if y not in WALL_ROWS)
 
 
 class BreakoutState(MinAtarState):
@@ -215,9 +216,12 @@ class BatchBreakout(MinAtarEnv[BreakoutState]):
 
     @staticmethod
     def observe_env(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
-        clear_board(obs)
+        # every board row from the table of brick rows, the rows without a wall the image
+        # of no bricks (a clear of the board, its size read from obs, is a call of memset)
+        for y in _OPEN_ROWS:
+            paint_table_row(obs, y, _BRICK_WORDS, _NO_BRICKS)
         for r in range(len(WALL_ROWS)):  # each wall row: the image of its 10-bit mask
-            paint_row(obs, WALL_ROWS[r], _BRICK_WORDS[s.bricks[i, r]])
+            paint_table_row(obs, WALL_ROWS[r], _BRICK_WORDS, np.uint64(s.bricks[i, r]))
         obs[s.ball_y[i], s.ball_x[i], _BALL] = True
         obs[s.last_y[i], s.last_x[i], _TRAIL] = True
         obs[_BOTTOM, s.pos[i], _PADDLE] = True
