@@ -1,7 +1,8 @@
 """The classic-control envs against Gymnasium's own, step by step.
 
 Parity: 64 batched envs and 64 Gymnasium envs (``SyncVectorEnv`` of ``gymnasium.make``,
-auto-reset NEXT_STEP, with its ``TimeLimit``) take the same actions for thousands of steps;
+auto-reset NEXT_STEP, with its ``TimeLimit``) take the same actions for 500 steps (thousands in
+the ``slow`` pass);
 after every reset the start state of one side is copied into the other, then every
 observation, reward, terminated and truncated flag is compared at every step.
 
@@ -170,13 +171,32 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("gym_id", list(CASES))
-def test_parity_with_gymnasium_step_by_step(gym_id):
-    counts = run_parity(CASES[gym_id])
+#: Steps of README's command's parity runs: every env ends episodes (terminations and time
+#: limits) several times; the runs of CASES' lengths (1000-3000 steps) are ``slow``.
+FAST_STEPS = 500
+#: Acrobot's time limit (500) within them: 200, so that some episodes are truncated
+FAST_KWARGS = {"Acrobot-v1": {"max_episode_steps": 200}}
+
+
+def _assert_episodes_ended(gym_id, counts):
     assert counts["steps"] >= 64 * 500
     assert counts["truncated"] > 0 or gym_id == "CartPole-v1", counts
     if gym_id != "Pendulum-v1":  # Pendulum never terminates
         assert counts["terminated"] >= 20, counts
+
+
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_parity_with_gymnasium_step_by_step(gym_id):
+    case = CASES[gym_id]
+    counts = run_parity(dataclasses.replace(case, steps=FAST_STEPS,
+                                            kwargs={**case.kwargs, **FAST_KWARGS.get(gym_id, {})}))
+    _assert_episodes_ended(gym_id, counts)
+
+
+@pytest.mark.slow  # the same at CASES' lengths (a few thousand steps); CI's -m slow pass
+@pytest.mark.parametrize("gym_id", list(CASES))
+def test_parity_with_gymnasium_over_long_runs(gym_id):
+    _assert_episodes_ended(gym_id, run_parity(CASES[gym_id]))
 
 
 OPTION_CASES = {

@@ -9,7 +9,7 @@ import pytest
 
 minatar = pytest.importorskip("minatar")
 
-from minatar_parity import Game, StandIn, random_policy, run  # noqa: E402
+from minatar_parity import Game, StandIn, both_forms, random_policy, run  # noqa: E402
 
 import batchenv  # noqa: E402
 from batchenv.envs.minatar import BatchSeaquest  # noqa: E402
@@ -82,13 +82,15 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_random_policy(sticky, kernels):
-    env = BatchSeaquest(60, sticky_action_prob=sticky, kernels=kernels)
+def test_random_policy(sticky):  # (both kernels against one reference run)
+    env = both_forms(BatchSeaquest, 60, sticky_action_prob=sticky)
     res = run(env, SEAQUEST, 400, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 60 * 400 and res.episodes > 500 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
+@pytest.mark.slow  # a long parity run (CI's -m slow pass); late-game states against the
+# reference in README's command: test_crowded_random_states_step_like_the_reference
 def test_scripted_policy_reaches_the_top_of_the_ramp(long_run_kernels):
     # without sticky actions the look-ahead keeps the submarine alive: 6 divers, a full
     # surfacing, then -1 divers and bobbing to the fastest spawn rate; up to 30 enemies
@@ -100,7 +102,7 @@ def test_scripted_policy_reaches_the_top_of_the_ramp(long_run_kernels):
     assert max(occupancy) >= 20
 
 
-@pytest.mark.slow  # a long parity run (CI's -m slow pass); the ramp run above stays default
+@pytest.mark.slow  # a long parity run (CI's -m slow pass)
 def test_scripted_policy_with_sticky_actions(kernels):
     env = BatchSeaquest(32, sticky_action_prob=0.1, kernels=kernels)
     res = run(env, SEAQUEST, 900, diver_hunter(env), seed=4, rng=np.random.RandomState(2))
