@@ -14,8 +14,9 @@ naming the method and the field:
 * ``observe`` fills every entry of ``out`` (it is run again on two buffers poisoned with
   different bytes: an entry that differs was never written), with values inside
   ``single_observation_space`` that the observation dtype holds without loss (an integer
-  observation is also computed into a float64 buffer and compared), and writes into the base
-  class's buffer what it writes into a fresh one;
+  observation is also computed into a float64 buffer and compared: for compiled per-env
+  kernels on up to 256 rows, by their Python loop, which needs no second compile), and writes
+  into the base class's buffer what it writes into a fresh one;
 * ``reset_rows`` changes only the rows it is given, ``reset_envs`` never writes
   ``self.state`` (it gets a copy of the rows being reset);
 * no kernel draws from numpy's global random state or ``self.np_random`` (their states are
@@ -32,6 +33,7 @@ for training.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -282,7 +284,7 @@ def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) 
     if out.dtype.kind in "biu":
         wide: np.ndarray | None = np.full(out.shape, np.nan)
         try:
-            original(s, wide)
+            _float64_probe(env, original, len(s))(s, wide)
         except Exception:  # noqa: BLE001 - a kernel written for one dtype: no lossless probe
             wide = None
         # a kernel that writes bytes or views (a raster) does not compute values in float64:
@@ -314,6 +316,35 @@ def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) 
         raise KernelError(env, "observe", f"wrote different values into the env's buffer than "
                           f"into a fresh one at {_entries(~same)}: write every entry from s "
                           f"alone, not from what out held before")
+
+
+#: Compiled per-env kernels: the float64 probe of up to this many rows runs their Python loop.
+_PYTHON_PROBE_ROWS = 256
+_python_twins: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _float64_probe(env: Any, original: Callable, rows: int) -> Callable:
+    """What computes the float64 probe of ``observe``: the kernel itself, except for
+    compiled per-env kernels on up to :data:`_PYTHON_PROBE_ROWS` rows, whose probe runs the
+    same ``observe_env`` as their Python loop (``kernels="python"``). numba compiles a
+    class's loop per argument type, so a compiled probe would compile the whole loop again
+    for float64 buffers, seconds per class (docs/performance.md, "Debug mode and the
+    always-on checks"); on a big batch that once costs less than the Python loop."""
+    from batchenv import perenv
+
+    runner = env.__dict__.get("_per_env")
+    if (not isinstance(runner, perenv.Runner) or runner.kernels != "numba"
+            or rows > _PYTHON_PROBE_ROWS or getattr(original, "func", None) != runner.observe):
+        return original
+    twin = _python_twins.get(runner)
+    if twin is None:
+        twin = _python_twins[runner] = perenv.Runner(env, "python", 1)
+    twin.p = runner.p  # (the parameters as of the last reset, as the compiled loop has them)
+
+    def probe(s: State, out: np.ndarray) -> None:
+        twin.observe(env, s, out)
+
+    return probe
 
 
 def _outside(space: spaces.Space, obs: np.ndarray) -> np.ndarray | None:

@@ -133,11 +133,26 @@ class Result:
     returns: list[float] = field(default_factory=list)
 
 
+def both_forms(cls, num_envs: int, **kwargs) -> tuple:
+    """``cls(num_envs, **kwargs)`` with the numpy kernels and with the compiled per-env
+    kernels (numba, the extra ``fast``, which CI installs): for :func:`run` to hold both to
+    one reference run."""
+    import pytest
+
+    pytest.importorskip("numba")
+    return cls(num_envs, kernels="numpy", **kwargs), cls(num_envs, kernels="numba", **kwargs)
+
+
 def run(env, game: Game, steps: int, policy: Callable, seed: int,
         rng: np.random.RandomState) -> Result:
     """Step ``env`` (a fresh batchenv MinAtar env, NEXT_STEP auto-reset) and one reference
     ``Environment`` per env for ``steps`` steps from ``reset(seed=seed)`` with actions
-    ``policy(obs, rng)``; assert observation, reward and terminal equal at every step."""
+    ``policy(obs, rng)``; assert observation, reward and terminal equal at every step.
+    ``env`` may be a tuple of envs alike but for their ``kernels=`` (:func:`both_forms`):
+    the reference runs once, and every step of every env (its whole state too) must equal
+    the first's."""
+    envs = env if isinstance(env, tuple) else (env,)
+    env, twins = envs[0], envs[1:]
     n = env.num_envs
     refs = [Environment(game.name, sticky_action_prob=env.sticky_action_prob,
                         difficulty_ramping=env.difficulty_ramping) for _ in range(n)]
@@ -148,6 +163,9 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
     k_reset = env.reset_words
     action_set = [int(a) for a in env.action_set]
     obs, _ = env.reset(seed=seed)
+    for twin in twins:
+        np.testing.assert_array_equal(twin.reset(seed=seed)[0], obs,
+                                      err_msg=f"kernels={twin.kernels!r}: reset")
     st = env.get_state()
     for i, ref in enumerate(refs):
         stand.load(game.reset_table, int(st["rng_key"][i]), 0, k_reset)
@@ -161,7 +179,14 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
         st = env.get_state()
         actions = policy(obs, rng)
         obs, reward, terminated, truncated, _ = env.step(actions)
-        drawn = env.get_state()["rng_counter"] - st["rng_counter"]  # this step's words
+        after = env.get_state()
+        for twin in twins:
+            what = f"kernels={twin.kernels!r} vs {env.kernels!r} at step {t}"
+            for name, x, y in zip(("obs", "reward", "terminated", "truncated"),
+                                  twin.step(actions), (obs, reward, terminated, truncated)):
+                np.testing.assert_array_equal(x, y, err_msg=f"{what}: {name}")
+            np.testing.assert_array_equal(twin.get_state(), after, err_msg=f"{what}: state")
+        drawn = after["rng_counter"] - st["rng_counter"]  # this step's words
         ref_reward = np.zeros(n)
         ref_done = np.zeros(n, dtype=bool)
         for i, ref in enumerate(refs):

@@ -30,18 +30,15 @@ SUBJECTS = {
 }
 
 
-def _other_sizes() -> set[str]:
-    """MiniGrid ids after the first of their class (the other sizes of one family: the same
-    kernels with other parameters). Their contract runs in the `slow` pass (CI runs it);
-    the fast suite runs it on one id per class, and tests/test_minigrid.py, test_single.py
-    and test_sharded.py step every id."""
-    from batchenv.registration import resolve
-
+def _other_registrations() -> set[str]:
+    """Ids after the first of their class: MiniGrid's other sizes and MinAtar's -v1 (the
+    minimal action set), the same kernels with other parameters. Their contract runs in the
+    `slow` pass (CI runs it); the fast suite runs it on one id per class, and
+    tests/test_minigrid.py, test_single.py and test_sharded.py step every id (and each
+    MinAtar game's parity tests its minimal action set against ``minatar``)."""
     seen: set[type] = set()
     later = set()
     for env_id in batchenv.list_envs():
-        if "MiniGrid-" not in env_id:
-            continue
         resolved = resolve(env_id)
         cls = resolved.cls if resolved is not None else None
         if cls in seen:
@@ -50,9 +47,9 @@ def _other_sizes() -> set[str]:
     return later
 
 
-OTHER_SIZES = _other_sizes()
+OTHER_REGISTRATIONS = _other_registrations()
 CASES = [pytest.param(check, id=f"{name}-{check}",
-                      marks=[pytest.mark.slow] if name in OTHER_SIZES else [])
+                      marks=[pytest.mark.slow] if name in OTHER_REGISTRATIONS else [])
          for name, subject in SUBJECTS.items()
          # 60 steps: a time limit of 15 (steps // 4), so every env ends four episodes a run
          for check in contract_checks(subject, steps=60)]

@@ -248,6 +248,23 @@ def test_the_key_follows_the_values_kernels_freeze_in(monkeypatch):
     assert _key(_kernels(closing(3))) != _key(_kernels(closing(4)))  # a closure cell
 
 
+def test_every_shipped_per_env_class_can_be_keyed():
+    """The key reaches every kernel's globals: one it cannot hash would leave the class
+    compiled in every process, silently (as BatchPong was, its kernels reading
+    ``p.image_constants`` beside a module function of that name). Nothing compiles here."""
+    import batchenv
+    from batchenv.registration import resolve
+
+    classes = {batchenv.BatchPong}
+    for env_id in batchenv.list_envs():
+        resolved = resolve(env_id)
+        if resolved is not None and perenv.has_per_env_kernels(resolved.cls):
+            classes.add(resolved.cls)
+    assert len(classes) >= 17  # Pong, 5 MinAtar games, 11 MiniGrid classes
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        assert len(_key(cls)) == 64, cls.__name__  # (Uncachable would say what it met)
+
+
 def test_what_the_key_cannot_hash_is_not_cached(monkeypatch, tmp_path):
     namespace: dict = {}
     exec("def step_env(p, s, i, action):\n    return 0.0, False\n", namespace)

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("minatar")
 
-from minatar_parity import Game, random_policy, run  # noqa: E402
+from minatar_parity import Game, both_forms, random_policy, run  # noqa: E402
 
 from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway  # noqa: E402
 
@@ -48,14 +48,15 @@ def breakout_tracker(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_breakout_random_policy(sticky, kernels):
-    env = BatchBreakout(128, sticky_action_prob=sticky, kernels=kernels)
+def test_breakout_random_policy(sticky):  # (both kernels against one reference run)
+    env = both_forms(BatchBreakout, 128, sticky_action_prob=sticky)
     res = run(env, BREAKOUT, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 128 * 300 and res.episodes > 200 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
-@pytest.mark.parametrize("sticky", [0.1, 0.0])
+# (long runs: one in README's command, the other in CI's -m slow pass)
+@pytest.mark.parametrize("sticky", [0.1, pytest.param(0.0, marks=pytest.mark.slow)])
 def test_breakout_scripted_policy_clears_walls(sticky, long_run_kernels):
     env = BatchBreakout(64, sticky_action_prob=sticky, kernels=long_run_kernels)
     res = run(env, BREAKOUT, 600, breakout_tracker, seed=77, rng=np.random.RandomState(1))
@@ -74,8 +75,8 @@ def freeway_climber(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_freeway_random_policy(sticky, kernels):
-    env = BatchFreeway(64, sticky_action_prob=sticky, kernels=kernels)
+def test_freeway_random_policy(sticky):  # (both kernels against one reference run)
+    env = both_forms(BatchFreeway, 64, sticky_action_prob=sticky)
     res = run(env, FREEWAY, 400, random_policy(6), seed=3, rng=np.random.RandomState(3))
     assert res.steps == 64 * 400
 
@@ -123,13 +124,14 @@ def asterix_dodger(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_asterix_random_policy(sticky, kernels):
-    env = BatchAsterix(128, sticky_action_prob=sticky, kernels=kernels)
+def test_asterix_random_policy(sticky):  # (both kernels against one reference run)
+    env = both_forms(BatchAsterix, 128, sticky_action_prob=sticky)
     res = run(env, ASTERIX, 300, random_policy(6), seed=12, rng=np.random.RandomState(6))
     assert res.episodes > 100 and res.reward > 0
 
 
-@pytest.mark.parametrize("ramping", [True, False])
+# (long runs: one in README's command, the other in CI's -m slow pass)
+@pytest.mark.parametrize("ramping", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_asterix_scripted_policy_reaches_ramped_levels(ramping, long_run_kernels):
     env = BatchAsterix(64, difficulty_ramping=ramping, kernels=long_run_kernels)
     res = run(env, ASTERIX, 800, asterix_dodger, seed=31, rng=np.random.RandomState(7))

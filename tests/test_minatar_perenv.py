@@ -34,6 +34,11 @@ MODES = ["NextStep", "SameStep", "Disabled"]
 #: and its crowded-state run below, stay in the default suite.
 GAMES_SEAQUEST_SLOW = [pytest.param(cls, marks=pytest.mark.slow)
                        if cls is BatchSeaquest else cls for cls in GAMES]
+#: The batch size of the compiled runs. Not a multiple of 16: Seaquest's slot views (its
+#: ``kernel_views``) are strided at every batch size but multiples of 16 (where a padded
+#: block's rows happen to be contiguous: batchenv/state.py), and numba compiles the loop
+#: again for each layout; the sizes here (60, 30, 15, 24) share the contract's (8).
+N = 60
 
 
 def assert_same_step(ra, rb, what):
@@ -54,7 +59,7 @@ def assert_same_state(a, b, what):
         np.testing.assert_array_equal(sa[name], sb[name], err_msg=f"{what}: state {name}")
 
 
-def pair(cls, n=64, kernels="numba", **kwargs):
+def pair(cls, n=N, kernels="numba", **kwargs):
     a, b = cls(n, kernels="numpy", **kwargs), cls(n, kernels=kernels, **kwargs)
     assert (a.kernels, b.kernels) == ("numpy", kernels)
     return a, b
@@ -106,8 +111,8 @@ def test_per_env_equals_numpy_without_ramping_and_with_time_limit(cls):
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
 @pytest.mark.parametrize("cls", GAMES)
 def test_two_threads_equal_one_bit_for_bit(cls, mode):
-    one = cls(64, autoreset_mode=mode, max_episode_steps=120)
-    two = cls(64, autoreset_mode=mode, max_episode_steps=120, num_threads=2)
+    one = cls(N, autoreset_mode=mode, max_episode_steps=120)
+    two = cls(N, autoreset_mode=mode, max_episode_steps=120, num_threads=2)
     assert (one.num_threads, two.num_threads) == (1, 2)
     run_pair(one, two, 200, seed=12)
 
@@ -116,11 +121,11 @@ def test_two_threads_equal_one_bit_for_bit(cls, mode):
 def test_per_env_equals_numpy_under_masks_and_injected_states(cls):
     """Partial resets by mask, and a state taken from the numpy env mid-game and given to
     both (set_state with a mask), then stepping on."""
-    a, b = pair(cls, n=64)
+    a, b = pair(cls)
     run_pair(a, b, 300, seed=5)
     rng = np.random.default_rng(2)
     for k in range(12):
-        mask = rng.random(64) < 0.3
+        mask = rng.random(N) < 0.3
         oa, _ = a.reset(options={"reset_mask": mask})
         ob, _ = b.reset(options={"reset_mask": mask})
         np.testing.assert_array_equal(oa, ob)
@@ -128,22 +133,22 @@ def test_per_env_equals_numpy_under_masks_and_injected_states(cls):
         a.set_state(states, mask=~mask)
         b.set_state(states, mask=~mask)
         for t in range(40):
-            act = rng.integers(0, a.single_action_space.n, 64)
+            act = rng.integers(0, a.single_action_space.n, N)
             assert_same_step(a.step(act), b.step(act), f"round {k}, step {t}")
         assert_same_state(a, b, f"round {k}")
 
 
 @pytest.mark.parametrize("cls", GAMES)
 def test_per_env_env_survives_pickle_deepcopy_and_debug_checks(cls):
-    env = cls(16)
+    env = cls(15)
     env.reset(seed=1)
-    act = np.arange(16) % env.single_action_space.n
+    act = np.arange(15) % env.single_action_space.n
     for copy_of in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
         twin = copy_of(env)
         assert twin.kernels == "numba" and twin._per_env is not None
         assert_same_step(env.step(act), twin.step(act), "after copy")
         assert_same_state(env, twin, "after copy")
-    a, b = pair(cls, n=32, debug=True)  # debug: the per-env loops under the kernel checks
+    a, b = pair(cls, n=30, debug=True)  # debug: the per-env loops under the kernel checks
     run_pair(a, b, 100, seed=9)
 
 
@@ -226,7 +231,7 @@ def test_seaquest_per_env_equals_numpy_in_crowded_late_game_states():
     bullets in flight, divers on board, surfacings that ramp, the fastest speeds), from a
     numpy env's states after a scripted run, then with random slot contents given to
     both forms."""
-    a, b = pair(BatchSeaquest, n=64, sticky_action_prob=0.0)
+    a, b = pair(BatchSeaquest, sticky_action_prob=0.0)
     run_pair(a, b, 150, seed=6, every=25)
     rng = np.random.default_rng(6)
     s = a.get_state()
@@ -255,7 +260,7 @@ def test_seaquest_per_env_equals_numpy_in_crowded_late_game_states():
         if t % 10 == 0:
             assert_same_state(a, b, f"step {t}")
     assert_same_state(a, b, "end")
-    assert enemies > 64 * 100, enemies  # crowded boards
+    assert enemies > N * 100, enemies  # crowded boards
     assert ramps >= 10, ramps  # and surfacings that ramp did run
 
 

@@ -9,7 +9,7 @@ import pytest
 
 minatar = pytest.importorskip("minatar")
 
-from minatar_parity import Game, random_policy, run  # noqa: E402
+from minatar_parity import Game, both_forms, random_policy, run  # noqa: E402
 
 import batchenv  # noqa: E402
 from batchenv.envs.minatar import BatchSpaceInvaders  # noqa: E402
@@ -83,14 +83,18 @@ def sniper(env: BatchSpaceInvaders, delays: int = 6):
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_random_policy(sticky, kernels):
-    env = BatchSpaceInvaders(64, sticky_action_prob=sticky, kernels=kernels)
+def test_random_policy(sticky):  # (both kernels against one reference run)
+    env = both_forms(BatchSpaceInvaders, 64, sticky_action_prob=sticky)
     res = run(env, SPACE_INVADERS, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 64 * 300 and res.episodes > 100 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
 
 
-@pytest.mark.parametrize("sticky,steps", [(0.1, 900), (0.0, 700)])
+# (long runs: one in README's command, the others in CI's -m slow pass; the rules of late
+# waves against the reference: test_random_states_step_like_the_reference, the hand-made
+# boards below)
+@pytest.mark.parametrize("sticky,steps", [pytest.param(0.1, 900, marks=pytest.mark.slow),
+                                          (0.0, 700)])
 def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps, long_run_kernels):
     env = BatchSpaceInvaders(24, sticky_action_prob=sticky, kernels=long_run_kernels)
     res = run(env, SPACE_INVADERS, steps, sniper(env), seed=5, rng=np.random.RandomState(1))
@@ -98,6 +102,7 @@ def test_scripted_policy_clears_waves_up_the_ramp(sticky, steps, long_run_kernel
     assert max(res.returns + [0]) >= 3 * 24 or max(res.lengths + [steps]) >= steps
 
 
+@pytest.mark.slow
 def test_scripted_policy_without_ramping(long_run_kernels):
     env = BatchSpaceInvaders(16, difficulty_ramping=False, kernels=long_run_kernels)
     res = run(env, SPACE_INVADERS, 600, sniper(env), seed=7, rng=np.random.RandomState(2))

@@ -213,6 +213,31 @@ def test_check_env_passes_on_a_per_env_env():
     assert {"reproducible", "batch_independence", "bad_inputs"} <= set(report.passed)
 
 
+class HalfCatch(PerEnvCatch):
+    """Catch with a uint8 board whose paddle cell gets paddle + 0.5: stored as paddle."""
+
+    single_observation_space = spaces.Box(0, 255, (H, W), np.uint8)
+
+    @staticmethod
+    def observe_env(p, s, i, obs):
+        obs[:] = 0
+        obs[s.ball_y[i], s.ball_x[i]] = 1
+        obs[H - 1, s.paddle[i]] = s.paddle[i] + 0.5
+
+
+def test_debug_mode_finds_a_compiled_observe_env_that_loses_values_without_compiling_again():
+    """Debug mode's float64 probe of a compiled per-env env runs the kernels' Python loop:
+    it still finds a value the observation dtype cannot hold, and numba compiles the class's
+    loop once (for the uint8 board), not again for float64 buffers."""
+    env = HalfCatch(8, debug=True)
+    assert env.kernels == "numba"
+    lossy = r"uint8 cannot hold at entries \[\(7, 2\)\]"
+    with pytest.raises(batchenv.debug.KernelError, match=lossy):
+        env.reset(seed=0)
+    assert len(env._per_env.loops["run"].signatures) == 1
+    assert check_env(PerEnvCatch).passed  # (float32 boards: no probe; the same checks pass)
+
+
 def test_debug_mode_and_pickling_keep_the_per_env_loops():
     env = PerEnvCatch(5, debug=True)
     env.reset(seed=2)

@@ -121,9 +121,10 @@ def test_auto_keeps_the_numpy_kernels():
 
 
 def test_copy_false_canvas_stays_read_only():
-    env = BatchPong(3, obs_type="tiles", copy=False, kernels="numba")
+    # (two_player tiles: the types test_two_threads_equal_one compiled the loop for)
+    env = BatchPong(3, mode="two_player", obs_type="tiles", copy=False, kernels="numba")
     obs, _ = env.reset(seed=0)
-    obs2 = env.step(np.zeros(3, dtype=np.int64))[0]
+    obs2 = env.step(np.zeros((3, 2), dtype=np.int64))[0]
     assert obs2 is obs and not obs.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         obs[0, 0, 0] = 1

@@ -185,7 +185,7 @@ class BatchPong(BatchEnv[PongState]):
     default_max_episode_steps = 10_000
     single_action_space = spaces.Discrete(3)
     #: The per-env kernels read ``p.constants`` and ``p.image_constants``
-    #: (:func:`per_env.kernel_constants`, :func:`per_env.image_constants`).
+    #: (:func:`per_env.kernel_constants`, :func:`per_env.image_layout_constants`).
     kernel_params = ("constants", "image_constants")
     reset_env = staticmethod(per_env.reset_env)
     step_env = staticmethod(per_env.step_env)
@@ -257,7 +257,7 @@ class BatchPong(BatchEnv[PongState]):
         if mode != "cpu":
             self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
         self.constants = per_env.kernel_constants(self)
-        self.image_constants = per_env.image_constants(self)
+        self.image_constants = per_env.image_layout_constants(self)
         if kwargs.get("kernels", "auto") == "auto":
             # the numpy kernels: the per-env ones are faster for the state observation and
             # for images with a copy, not everywhere, and the first process on a machine

@@ -29,7 +29,7 @@ from batchenv import perenv
 from batchenv.perenv import rule
 
 __all__ = ["PongKernelConstants", "PongImageConstants", "kernel_constants",
-           "image_constants", "reset_env", "step_env", "observe_env"]
+           "image_layout_constants", "reset_env", "step_env", "observe_env"]
 
 _F32 = np.float32
 _S11 = np.uint64(11)  # a word's top 53 bits
@@ -123,8 +123,12 @@ def kernel_constants(env: Any) -> PongKernelConstants:
         obs_offset=tuple(map(_F32, env._obs_offset)))
 
 
-def image_constants(env: Any) -> PongImageConstants | None:
-    """The image layout of a :class:`~batchenv.BatchPong` with tiles or pixels, else None."""
+def image_layout_constants(env: Any) -> PongImageConstants | None:
+    """The image layout of a :class:`~batchenv.BatchPong` with tiles or pixels, else None.
+    (Not named ``image_constants``: the compile cache's key follows the module globals
+    named like the names a kernel reads, and ``p.image_constants`` would lead it here, to
+    the namedtuple class's field accessors, which it cannot hash: BatchPong's loops were
+    then compiled in every process.)"""
     lay = env.layout
     if lay is None:
         return None
