@@ -856,7 +856,10 @@ class _OutputPool:
     of first writes into new memory (docs/performance.md, "Per-env kernels: the step's
     Python")."""
 
-    KEEP = 4  # sets kept for reuse: the caller holds the last one or two while stepping
+    # sets kept for reuse: in a loop that keeps the last step's outputs while it steps
+    # (obs = env.step(a)[0]) the two alternate; a caller that keeps more gets fresh
+    # arrays, as without the pool, and the pool never holds more than two
+    KEEP = 2
 
     def __init__(self, obs: np.ndarray, n: int) -> None:
         self.obs_shape, self.obs_dtype, self.n = obs.shape, obs.dtype, n

@@ -96,7 +96,8 @@ def main() -> None:
           f"{'bytes/env':>10s}")
     for env_id in args.ids:
         env = make_ours(env_id, args.num_envs)
-        per_env = env.full_state_dtype.itemsize + 2 * env._obs[0].nbytes  # obs, final_obs
+        # the observation buffer, and the returned set the pool keeps for reuse
+        per_env = env.full_state_dtype.itemsize + 2 * env._obs[0].nbytes
         ours, theirs = [], []
         for _ in range(args.rounds):
             ours.append(time_ours(env, args.steps))

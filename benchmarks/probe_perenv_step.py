@@ -75,7 +75,7 @@ def main() -> None:
     form = runner.actions
     outputs = runner.pool.take()  # (the loop's arguments as Runner.step gives them)
     args = (runner.p, runner.fields(env.state), 0, runner.every, action, form.low, form.high,
-            *outputs, runner.final_obs, 0, env.max_episode_steps, 1, 0, n)
+            *outputs, 0, env.max_episode_steps, 1, 0, n)
     ref = NumpyFloor(n)
     ref.reset(seed=0)
     ref.step(action)

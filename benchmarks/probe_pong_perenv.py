@@ -249,7 +249,7 @@ def main() -> None:
     form = runner.actions
     outputs = runner.pool.take()  # (the loop's arguments as Runner.step gives them)
     loop_args = (runner.p, runner.fields(env.state), 0, runner.every, action, form.low,
-                 form.high, *outputs, runner.final_obs, 0, env.max_episode_steps, 1, 0, n)
+                 form.high, *outputs, 0, env.max_episode_steps, 1, 0, n)
     obs = np.empty_like(twin._obs)
     h = hand_args(twin, obs, action)
     rules = h[:4] + h[7:15] + h[18:20] + (action, np.zeros(n))
