@@ -6,9 +6,10 @@ hashes the pickled closure cells, and a compiled function pickles with a per-pro
 :mod:`batchenv.perenv` writes each class's loops as a small generated module,
 ``<cache dir>/<Class>_<key>.py``: the loops as top-level functions decorated with numba's
 ``cache=True`` (numba keeps the machine code in ``__pycache__`` beside it), the kernels
-injected as the module's globals before it runs, and the namedtuple classes of the state
-and the parameters defined at its top level, so that numba's cached signatures name them
-by reference (numba tells namedtuple types apart by class).
+injected as the module's globals before it runs. The namedtuple classes of the state and
+the parameters live in :mod:`batchenv.perenv`, named after their fields (one class per
+list of fields, shared by the env classes that have it), so that numba's cached signatures
+name them by reference in every process (numba tells namedtuple types apart by class).
 
 numba checks neither the functions a cached function calls nor the globals it froze in,
 so the file's ``key`` hashes everything the compiled code depends on (:func:`key`): the

@@ -31,6 +31,8 @@ kernel stops there (``kernels="python"`` chooses it on purpose). See
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import importlib.util
 import os
 import warnings
@@ -257,8 +259,8 @@ if numba_available():
 # The batch loops around one class's kernels, as the text of a module: the only definition
 # of their bodies. :func:`_loops` runs it with the kernels and the decorators as globals set
 # beforehand (``reset_env``, ``step_env``, ``observe_env``; ``_outer`` compiles a loop or
-# not, ``_inner`` the one function the fused loop calls per env), after the lines that
-# define the namedtuple classes of ``s`` and ``p``; with numba and a cache directory, as a
+# not, ``_inner`` the one function the fused loop calls per env), after a header naming the
+# class and the fields of ``s`` and ``p``; with numba and a cache directory, as a
 # file whose machine code numba keeps (batchenv/_loop_cache.py). Each loop runs over rows
 # ``[lo, hi)``: a thread takes one block of rows (:meth:`Runner._run`).
 _LOOPS = '''
@@ -340,17 +342,38 @@ class _Loops(NamedTuple):
 
 
 def _loops_text(cls: type, fields: tuple[str, ...], params: tuple[str, ...]) -> str:
-    """The module of ``cls``'s loops: the namedtuple classes of ``s`` and ``p`` (at its top
-    level, so that pickles name them by reference), then :data:`_LOOPS`."""
-    name = cls.__name__
-    lines = [f"# batchenv.perenv: the per-env loops of {cls.__module__}.{cls.__qualname__},",
-             "# generated; numba caches their machine code in __pycache__ beside this file.",
-             "# Deleting this directory is always safe.",
-             "import collections as _collections", "",
-             f"{name}Fields = _collections.namedtuple({name + 'Fields'!r}, {fields!r})",
-             f"{name}Params = _collections.namedtuple({name + 'Params'!r}, {params!r})"
-             if params else f"{name}Params = tuple"]
-    return "\n".join(lines) + "\n" + _LOOPS
+    """The module of ``cls``'s loops: a header naming the class and the fields of ``s`` and
+    ``p`` (so that the cache key follows them), then :data:`_LOOPS`."""
+    return "\n".join([
+        f"# batchenv.perenv: the per-env loops of {cls.__module__}.{cls.__qualname__},",
+        "# generated; numba caches their machine code in __pycache__ beside this file.",
+        "# Deleting this directory is always safe.",
+        f"# s: {_tuple_class('State', fields).__name__}{fields!r}",
+        f"# p: {_tuple_class('Params', params).__name__}{params!r}"]) + "\n" + _LOOPS
+
+
+# The namedtuple classes of ``s`` and ``p``, one per list of names and shared by every class
+# with that list: numba tells namedtuple types apart by class, so classes that share them
+# (MiniGrid's envs: one state schema, one set of parameters) share the compiled code of the
+# rules their kernels call instead of compiling each rule again for each class. The names
+# follow from the fields alone, and the classes live in this module, so that the signatures
+# numba's disk cache keeps name them by reference in every process.
+_TUPLES: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _tuple_class(kind: str, names: tuple[str, ...]) -> Any:
+    """The namedtuple class of ``kind`` (``"State"`` or ``"Params"``) with fields ``names``
+    (``tuple`` for no parameters)."""
+    if kind == "Params" and not names:
+        return tuple
+    made: Any = _TUPLES.get((kind, names))
+    if made is None:
+        digest = hashlib.sha256(repr(names).encode()).hexdigest()[:12]
+        name = f"Kernel{kind}_{digest}"
+        made = collections.namedtuple(name, names)  # type: ignore[misc, no-redef]
+        made.__module__ = __name__
+        globals()[name] = _TUPLES[(kind, names)] = made
+    return made
 
 
 _COMPILED: dict[tuple[Any, ...], _Loops] = {}
@@ -375,12 +398,14 @@ def _loops(cls: type, how: str, borrowing: bool, fields: tuple[str, ...],
         return made
     kernels = tuple(getattr(cls, name) for name in PER_ENV_KERNELS)
     text = _loops_text(cls, fields, params)
+    tuples = (_tuple_class("State", fields), _tuple_class("Params", params))
     if how == "python":
         def plain(f: Any) -> Any:
             return f
 
-        made = _run_loops(cls, text, {**dict(zip(PER_ENV_KERNELS, kernels)),
-                                      "first_bad_action": first_bad_action}, plain, plain)
+        made = _Loops(_run_loops(cls, text, {**dict(zip(PER_ENV_KERNELS, kernels)),
+                                             "first_bad_action": first_bad_action},
+                                 plain, plain), *tuples, None)
     else:
         import numba
 
@@ -391,30 +416,32 @@ def _loops(cls: type, how: str, borrowing: bool, fields: tuple[str, ...],
             outer_options["_nrt"] = False
         injected = {name: inner(k) for name, k in zip(PER_ENV_KERNELS, kernels)}
         injected["first_bad_action"] = first_bad_action
-        made = _cached_loops(cls, text, kernels, injected, inner, outer, outer_options,
-                             dtypes)
-        if made is None:
-            made = _run_loops(cls, text, injected, inner, outer(**outer_options))
+        cached = _cached_loops(cls, text, kernels, injected, inner, outer, outer_options,
+                               dtypes)
+        if cached is not None:
+            made = _Loops(cached[0], *tuples, cached[1])
+        else:
+            made = _Loops(_run_loops(cls, text, injected, inner, outer(**outer_options)),
+                          *tuples, None)
     _COMPILED[memo] = made
     return made
 
 
 def _run_loops(cls: type, text: str, injected: dict[str, Any], inner: Any,
-               outer: Any) -> _Loops:
-    """The loops of ``text``, run in memory (compiled in every process)."""
+               outer: Any) -> dict[str, Any]:
+    """The loops of ``text`` by name, run in memory (compiled in every process)."""
     namespace: dict[str, Any] = {"__name__": f"{__name__}.<loops of {cls.__qualname__}>",
                                  **injected, "_inner": inner, "_outer": outer}
     exec(compile(text, f"<batchenv loops of {cls.__qualname__}>", "exec"), namespace)
-    return _Loops({name: namespace[name] for name in LOOP_NAMES},
-                  namespace[f"{cls.__name__}Fields"], namespace[f"{cls.__name__}Params"],
-                  None)
+    return {name: namespace[name] for name in LOOP_NAMES}
 
 
 def _cached_loops(cls: type, text: str, kernels: tuple[Any, ...], injected: dict[str, Any],
                   inner: Any, outer: Any, outer_options: dict[str, Any],
-                  dtypes: Any) -> _Loops | None:
-    """The loops of ``text`` as a module in the cache directory, their machine code cached
-    by numba; None when the cache is off, unwritable, or cannot key the class."""
+                  dtypes: Any) -> tuple[dict[str, Any], str] | None:
+    """The loops of ``text`` by name, and the path of the module in the cache directory
+    that defines them, their machine code cached by numba; None when the cache is off,
+    unwritable, or cannot key the class."""
     from batchenv import _loop_cache
 
     directory = _loop_cache.cache_dir()
@@ -433,9 +460,7 @@ def _cached_loops(cls: type, text: str, kernels: tuple[Any, ...], injected: dict
     except OSError as e:
         _loop_cache.log.debug("%s: per-env loops not cached: %s", cls.__qualname__, e)
         return None
-    return _Loops({n: getattr(module, n) for n in LOOP_NAMES},
-                  getattr(module, f"{cls.__name__}Fields"),
-                  getattr(module, f"{cls.__name__}Params"), module.__file__)
+    return {n: getattr(module, n) for n in LOOP_NAMES}, str(module.__file__)
 
 
 # Beside a cached module whose loops compile only with reference counting: the processes

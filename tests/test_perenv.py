@@ -480,3 +480,70 @@ def test_kernel_views_need_state_views_and_names_of_their_own():
         NoViews(4, kernels="python")
     with pytest.raises(TypeError, match=r"kernel_views \['paddle'\] are also state fields"):
         Clash(4, kernels="python")
+
+
+@perenv.rule
+def _fall(p, s, i):  # a rule over the whole state: numba compiles it per type of s and p
+    s.ball_y[i] += 1
+    return s.ball_y[i] >= H - 1
+
+
+def test_classes_with_the_same_fields_share_the_rules_compiled_code(monkeypatch):
+    # two env classes with one state schema and one kernel_params: the same namedtuple
+    # classes of s and p, so a rule both call over s and p is compiled once for both
+    # (MiniGrid's eleven envs: docs/writing_envs.md, "Compile time")
+    pytest.importorskip("numba")
+    from numba.core import event  # (numba's event API: a record of what it compiles)
+
+    monkeypatch.setenv("BATCHENV_CACHE_DIR", "")  # (compiled here, whatever a cache holds)
+
+    def compiled(record, function) -> int:
+        return sum(1 for _, e in record.buffer
+                   if e.is_start and e.data["dispatcher"].py_func.__name__ == function)
+
+    class Falling(CatchRules):
+        @staticmethod
+        def reset_env(p, s, i):
+            s.ball_x[i] = perenv.integers(s, i, 0, W)
+            s.ball_y[i] = 0
+            s.paddle[i] = W // 2
+            s.drift[i] = 0.0
+
+        @staticmethod
+        def step_env(p, s, i, action):
+            s.paddle[i] = clamp(s.paddle[i] + action - 1, 0, W - 1)
+            if not _fall(p, s, i):
+                return 0.0, False
+            return (1.0 if s.ball_x[i] == s.paddle[i] else p.miss_reward), True
+
+        observe_env = PerEnvCatch.observe_env
+
+    class FallingFromTheMiddle(Falling):  # another start, the same fields and rules
+        @staticmethod
+        def reset_env(p, s, i):
+            s.ball_x[i] = W // 2
+            s.ball_y[i] = 0
+            s.paddle[i] = perenv.integers(s, i, 0, W)
+            s.drift[i] = 0.0
+
+    with event.install_recorder("numba:compile") as record:
+        first = Falling(8, kernels="numba")
+        first.reset(seed=1)
+        first.step(np.ones(8, dtype=np.int64))
+    assert compiled(record, "run") == 1 and compiled(record, "_fall") == 1
+    with event.install_recorder("numba:compile") as record:
+        second = FallingFromTheMiddle(8, kernels="numba", miss_reward=-2.0)
+        second.reset(seed=4)
+        second.step(np.ones(8, dtype=np.int64))
+    # the second class's loop compiled, and _fall not again
+    assert compiled(record, "run") == 1 and compiled(record, "_fall") == 0
+    assert second._per_env.state_tuple is first._per_env.state_tuple
+    assert second._per_env.param_tuple is first._per_env.param_tuple
+    looped = FallingFromTheMiddle(8, kernels="python", miss_reward=-2.0)
+    for env in (second, looped):
+        env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    for t in range(20):
+        a = rng.integers(0, 3, 8)
+        for x, y in zip(second.step(a)[:4], looped.step(a)[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
