@@ -35,6 +35,7 @@ import collections
 import hashlib
 import importlib.util
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from sys import getrefcount
@@ -359,6 +360,7 @@ def _loops_text(cls: type, fields: tuple[str, ...], params: tuple[str, ...]) -> 
 # follow from the fields alone, and the classes live in this module, so that the signatures
 # numba's disk cache keeps name them by reference in every process.
 _TUPLES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_TUPLES_LOCK = threading.Lock()
 
 
 def _tuple_class(kind: str, names: tuple[str, ...]) -> Any:
@@ -366,13 +368,14 @@ def _tuple_class(kind: str, names: tuple[str, ...]) -> Any:
     (``tuple`` for no parameters)."""
     if kind == "Params" and not names:
         return tuple
-    made: Any = _TUPLES.get((kind, names))
-    if made is None:
-        digest = hashlib.sha256(repr(names).encode()).hexdigest()[:12]
-        name = f"Kernel{kind}_{digest}"
-        made = collections.namedtuple(name, names)  # type: ignore[misc, no-redef]
-        made.__module__ = __name__
-        globals()[name] = _TUPLES[(kind, names)] = made
+    with _TUPLES_LOCK:  # (envs made on two threads at once get the same class)
+        made: Any = _TUPLES.get((kind, names))
+        if made is None:
+            digest = hashlib.sha256(repr(names).encode()).hexdigest()[:12]
+            name = f"Kernel{kind}_{digest}"
+            made = collections.namedtuple(name, names)  # type: ignore[misc, no-redef]
+            made.__module__ = __name__
+            globals()[name] = _TUPLES[(kind, names)] = made
     return made
 
 
