@@ -491,7 +491,7 @@ def _fall(p, s, i):  # a rule over the whole state: numba compiles it per type o
 def test_classes_with_the_same_fields_share_the_rules_compiled_code(monkeypatch):
     # two env classes with one state schema and one kernel_params: the same namedtuple
     # classes of s and p, so a rule both call over s and p is compiled once for both
-    # (MiniGrid's eleven envs: docs/writing_envs.md, "Compile time")
+    # (MiniGrid's envs: docs/writing_envs.md, section 7)
     pytest.importorskip("numba")
     from numba.core import event  # (numba's event API: a record of what it compiles)
 
@@ -502,12 +502,8 @@ def test_classes_with_the_same_fields_share_the_rules_compiled_code(monkeypatch)
                    if e.is_start and e.data["dispatcher"].py_func.__name__ == function)
 
     class Falling(CatchRules):
-        @staticmethod
-        def reset_env(p, s, i):
-            s.ball_x[i] = perenv.integers(s, i, 0, W)
-            s.ball_y[i] = 0
-            s.paddle[i] = W // 2
-            s.drift[i] = 0.0
+        reset_env = PerEnvCatch.reset_env
+        observe_env = PerEnvCatch.observe_env
 
         @staticmethod
         def step_env(p, s, i, action):
@@ -515,8 +511,6 @@ def test_classes_with_the_same_fields_share_the_rules_compiled_code(monkeypatch)
             if not _fall(p, s, i):
                 return 0.0, False
             return (1.0 if s.ball_x[i] == s.paddle[i] else p.miss_reward), True
-
-        observe_env = PerEnvCatch.observe_env
 
     class FallingFromTheMiddle(Falling):  # another start, the same fields and rules
         @staticmethod
