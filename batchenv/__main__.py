@@ -1,6 +1,6 @@
 """Command line: ``python -m batchenv <command> <env> [options]`` (also ``batchenv ...``).
 
-    python -m batchenv bench pong     # a short throughput table (about 20 s)
+    python -m batchenv bench pong     # a short throughput table (its length: --block, --repeats)
     python -m batchenv play pong      # play BatchPong against the CPU (needs pygame)
     python -m batchenv play minatar-breakout   # a MinAtar game: arrows move, space fires
     python -m batchenv play minigrid-doorkey   # arrows turn and go, space toggles, tab picks up

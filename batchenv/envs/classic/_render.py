@@ -7,7 +7,8 @@ pixels and filled scanline by scanline, filled circles, one-pixel lines. Gymnasi
 anti-aliases the outlines (``aapolygon``, ``aacircle``, ``aalines``); these frames do not,
 so edge pixels differ (tests compare with Gymnasium's pygame frames: well under 1% of the
 pixels differ). The static parts of a frame (background, track, hill, flag) are drawn once
-per env instance and copied; a frame costs ~0.1-0.3 ms (``docs/classic_control.md``).
+per env instance and copied into each frame, so a frame draws only its moving parts (what a
+frame costs: ``docs/classic_control.md``, "Rendering", ``python benchmarks/bench_render.py``).
 """
 
 from __future__ import annotations
