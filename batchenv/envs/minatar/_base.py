@@ -3,8 +3,10 @@ rendering with MinAtar's palette, and the ``MinAtarEnv`` base class.
 
 Reference: MinAtar 1.0.15 (Young & Tian, 2019), ``minatar/environment.py`` (``Environment``:
 sticky actions, 6 actions), ``minatar/gym.py`` (Gymnasium ids, the ``rgb_array`` palette)
-and ``minatar/gui.py``. Each game is one module with its own three kernels; this module holds
-only rule functions they call and the plumbing they have in common.
+and ``minatar/gui.py``. Each game is one module with its own kernels, in both forms (the
+numpy kernels ``reset_envs``, ``step_envs``, ``observe`` and the per-env kernels
+``reset_env``, ``step_env``, ``observe_env``); this module holds only rule functions they
+call and the plumbing they have in common.
 
 **Random words.** Every random decision of a MinAtar game is a function of one 64-bit word
 of the env's own stream (:class:`batchenv.random.BatchRandom`): each step draws a fixed
@@ -114,7 +116,9 @@ def clear_board(obs: np.ndarray) -> None:
     a multiple of 8 cells and channels: Freeway's 700 clears with ``obs[:] = False``).
     Compiled, its size is read from ``obs``, and the loop is a call of memset: a board
     painted row by row from a module-level table (:func:`paint_table_row`) is a few stores
-    per row instead (Asterix, Breakout: 1.08-1.1x their step)."""
+    per row instead, and no call in the compiled step (Asterix and Breakout paint theirs so:
+    docs/performance.md, "MinAtar per-env: Asterix, Breakout and Seaquest against issue
+    21's 100x", "No memset calls")."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0

@@ -1,5 +1,6 @@
 """Boards kept as row masks: a 10 x 10 board of booleans as ten 10-bit integers per env (bit
-x of row y is cell (y, x)), as BatchSpaceInvaders and BatchSeaquest keep theirs. Marching
+x of row y is cell (y, x)), as BatchSpaceInvaders and BatchSeaquest keep theirs (and
+BatchBreakout its three rows of bricks). Marching
 and bullets are then shifts, hits ANDs, counts a popcount table; :class:`RowCells` turns
 the masks back into cells for an observation.
 
