@@ -1,4 +1,4 @@
-"""Play BatchPong or a MinAtar game with the keyboard, for visual debugging:
+"""Play BatchPong, a MinAtar game or a MiniGrid env with the keyboard, for visual debugging:
 ``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``,
 ``python -m batchenv play minigrid-doorkey``.
 
@@ -6,6 +6,9 @@ Needs pygame (``pip install "batchenv[play]"`` or ``pip install pygame``). Keys:
 arrow keys move your (left) paddle against the CPU; in ``two_player`` and ``rally`` modes
 W/S move the left paddle and the arrow keys the right one. Esc or closing the window quits;
 P pauses. MinAtar games: the arrow keys (or WASD) move, space fires; MinAtar's 6 actions.
+MiniGrid envs (:data:`MINIGRID_GAMES`): ``minigrid``'s ``manual_control`` keys (left and
+right turn, up goes forward, tab picks up, left shift drops, space toggles, enter is done);
+the env steps only while a key is held.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def play_pong(mode: str = "cpu", fps: int = 30, scale: int = 12, points_to_win: 
 def _window_loop(pygame: Any, session: PongSession | MinAtarSession | MiniGridSession,
                  names: dict[int, str],
                  fps: int, steps: int | None) -> int:
-    """The pygame loop both games share: the keys of ``names`` held down go to
+    """The pygame loop every game shares: the keys of ``names`` held down go to
     ``session.step`` each frame (P pauses, Esc or closing the window quits); returns 0."""
     frame = session.frame()
     pygame.init()

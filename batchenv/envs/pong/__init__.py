@@ -1,5 +1,6 @@
-"""Pong, batched: the env (:mod:`.env`), its rules (:mod:`.rules`) and its drawing
-(:mod:`.raster`). ``batchenv.envs.pong`` exports the env and every rule."""
+"""Pong, batched: the env (:mod:`.env`), its rules (:mod:`.rules`), the same rules for one
+game as per-env kernels (:mod:`.per_env`) and its drawing (:mod:`.raster`).
+``batchenv.envs.pong`` exports the env and every rule of :mod:`.rules`."""
 
 from batchenv.envs.pong.env import CHANNEL_AXES, MODES, OBS_TYPES, BatchPong
 from batchenv.envs.pong.raster import ansi_frames

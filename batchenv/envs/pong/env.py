@@ -1,6 +1,7 @@
 """BatchPong: the seed's numpy Pong, batched: vs a scripted CPU paddle, two players, or the
 seed's rally game; state, tile-map or Atari-like pixel observations. The rules are in
-:mod:`batchenv.envs.pong.rules`, the drawing in :mod:`batchenv.envs.pong.raster`."""
+:mod:`batchenv.envs.pong.rules` (and, as per-env kernels, :mod:`batchenv.envs.pong.per_env`),
+the drawing in :mod:`batchenv.envs.pong.raster`."""
 
 from __future__ import annotations
 
