@@ -881,8 +881,8 @@ class _OutputPool:
     a set returned by an earlier step that nothing outside holds any more (its reference
     count is the pool's own), which is then indistinguishable from a fresh one. Recycling
     spares an allocation per array per step, and for large observations the page faults
-    of first writes into new memory (docs/performance.md, "Per-env kernels: the step's
-    Python")."""
+    of first writes into new memory (docs/performance.md, "Per-env kernels: the step around
+    the rules")."""
 
     # sets kept for reuse: in a loop that keeps the last step's outputs while it steps
     # (obs = env.step(a)[0]) the two alternate; a caller that keeps more gets fresh
