@@ -68,13 +68,16 @@ class ClosedEnvError(ClosedEnvironmentError, ValueError):
 
 
 class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
-    """Base class of batched environments: N games in one state, stepped by numpy kernels.
+    """Base class of batched environments: N games in one state, stepped by numpy kernels
+    (or by per-env kernels compiled into one loop over the batch).
 
     Subclasses set :attr:`state_type` (a typed :class:`~batchenv.state.State` subclass,
     which gives :attr:`state_dtype`) or :attr:`state_dtype`, :attr:`single_action_space` and
     :attr:`single_observation_space` (class attributes, or instance attributes set before
     calling ``super().__init__``) and implement the kernels :meth:`reset_envs`,
-    :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`).
+    :meth:`step_envs` and :meth:`observe` (optionally :meth:`render_envs`), or the per-env
+    kernels ``reset_env``, ``step_env`` and ``observe_env`` (:mod:`batchenv.perenv`), or
+    both.
 
     Args:
         num_envs: number of envs in the batch (also accepted as ``n=``; default 1).
