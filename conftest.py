@@ -57,10 +57,11 @@ def pytest_make_collect_report(collector):
 
 
 # ------------------------------------------------------------------ xdist: one worker per class
-# numba compiles a per-env class's loops once per process, 5-10 CPU-s each (docs/performance.md),
-# so README's `pytest -n auto` would pay that in every worker that meets the class. The
-# scheduler below sends every test of one compiled class (found by name in its node id) to one
-# worker, and every other test as a unit of its own (as `--dist load`). pytest-xdist's own
+# numba compiles a per-env class's loops once per process, seconds of CPU each (CONTRIBUTING.md,
+# "Tests"; docs/performance.md, "Compile time"), so README's `pytest -n auto` would pay that
+# in every worker that meets the class. The scheduler below sends every test of one compiled
+# class (found by name in its node id) to one worker, and every other test as a unit of its
+# own (as `--dist load`). pytest-xdist's own
 # `--dist loadgroup` does not group under pytest 9 here (it renames node ids, which pytest 9
 # no longer reads back), so this uses xdist's documented scheduler hook instead.
 _COMPILED_CLASSES = [

@@ -1,6 +1,7 @@
 """Bookkeeping shared by the PPO examples: episode CSV, learning-curve plot, wall-clock
-accounting. The reinforcement learning itself lives in ``ppo_pong.py`` and
-``ppo_cartpole.py``, each readable top to bottom on its own."""
+accounting. The reinforcement learning itself lives in each example that uses this module
+(``ppo_pong.py``, ``ppo_cartpole.py``, ``ppo_minatar.py``, ``ppo_minigrid.py``), each
+readable top to bottom on its own."""
 
 from __future__ import annotations
 
