@@ -370,7 +370,7 @@ def outside_ranges(env: Any, states: np.ndarray) -> dict[str, np.ndarray]:
                 bad |= col < _in_dtype(low, col.dtype)
             if high is not None:
                 bad |= col > _in_dtype(high, col.dtype)
-        per_record: np.ndarray = bad.reshape(len(states), -1).any(axis=1)
+        per_record = np.asarray(bad.reshape(len(states), -1).any(axis=1))
         if per_record.any():
             values = np.unique(col[bad])[:3].tolist()
             shown = f"[{_number(low, '-inf')}, {_number(high, 'inf')}]"
