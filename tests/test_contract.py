@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import batchenv
-from batchenv.perenv import has_per_env_kernels
+from batchenv.forms import has_per_env_kernels
 from batchenv.registration import resolve
 from batchenv.testing import CounterEnv, NullEnv, check_env, contract_checks
 
