@@ -177,7 +177,7 @@ class BatchSpaceInvaders(MinAtarEnv[SpaceInvadersState]):
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """The block marching one way or the other, and ``alien_count`` counting the
         aliens on the board (it times the march and tells a cleared wave)."""
-        on_board = _POPCOUNT[states["aliens"]].sum(axis=1)
+        on_board = _POPCOUNT[states["aliens"] & _FULL_ROW].sum(axis=1)  # (beyond: a range's)
         return {"alien_dir not -1 or +1": np.abs(states["alien_dir"]) != 1,
                 "alien_count not the number of aliens on the board":
                     on_board != states["alien_count"]}

@@ -17,6 +17,7 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv
 from batchenv.envs.minigrid import common
+from batchenv.state import Range
 
 OBSERVATIONS = ("image", "full")
 
@@ -32,6 +33,22 @@ class BatchMiniGrid(BatchEnv):
     #: the instance attributes the kernels read as ``p.<name>`` (a family adds its own)
     kernel_params: ClassVar[tuple[str, ...]] = (
         "width", "height", "max_steps", "see_through_walls", "full_view")
+    #: The valid ranges of the common state fields (:class:`~batchenv.state.Range`; a
+    #: family adds its own). Any state inside them, and :meth:`check_state`, steps without
+    #: an index out of bounds: the agent's cell and the target's index the grid (the cell
+    #: ahead of the agent may be off it: the rules read a wall there), the direction the
+    #: table of steps, the colours ``COLOR_NAMES`` (missions, frames). The cells, what a
+    #: box holds and what the agent carries are (type, colour, state) codes, 0-9 (LAVA is
+    #: the highest type on a grid); ``check_state`` says which code each part may hold.
+    #: ``step_count`` (the reward's clock) has none: any count is safe.
+    state_ranges: ClassVar[dict[str, Range]] = {
+        "grid": Range(0, common.LAVA), "contains": Range(0, common.LAVA),
+        "carry": Range(0, common.LAVA),
+        "agent_x": Range(0, "width - 1"), "agent_y": Range(0, "height - 1"),
+        "agent_dir": Range(0, len(common.DIR_DX) - 1),
+        "target_x": Range(0, "width - 1"), "target_y": Range(0, "height - 1"),
+        "target_color": Range(0, len(common.COLOR_NAMES) - 1),
+    }
 
     def __init__(self, num_envs: int | None = None, *, width: int, height: int,
                  max_steps: int, see_through_walls: bool = False, observation: str = "image",
@@ -64,6 +81,40 @@ class BatchMiniGrid(BatchEnv):
         if kwargs.get("max_episode_steps") is None:
             kwargs["max_episode_steps"] = self.max_steps
         super().__init__(num_envs, **kwargs)
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """What the ranges cannot say: each cell a (type, colour, state) minigrid encodes
+        (a type from EMPTY to LAVA, a colour of ``COLOR_NAMES``, a state other than open
+        only for a door, closed or locked), what a box holds only in a box, the agent on
+        a cell it may enter (not in a wall or a closed door), and what it carries a key,
+        a ball or a box (contents only in a box; or nothing, all zeros)."""
+        grid, contains, carry = states["grid"], states["contains"], states["carry"]
+        n = len(states)
+        kind, colour, state = grid[..., 0], grid[..., 1], grid[..., 2]
+        cells = ((kind < common.EMPTY) | (colour >= len(common.COLOR_NAMES))
+                 | ((state != common.OPEN) & (kind != common.DOOR))
+                 | (state > common.LOCKED)).reshape(n, -1).any(axis=1)
+        held = ((contains[..., 0] != 0) | (contains[..., 1] != 0)) & (kind != common.BOX)
+        held |= contains[..., 1] >= len(common.COLOR_NAMES)
+        rows = np.arange(n)
+        x, y = states["agent_x"], states["agent_y"]
+        inside = (x >= 0) & (x < self.width) & (y >= 0) & (y < self.height)
+        under = grid[rows, np.where(inside, x, 0), np.where(inside, y, 0)]
+        standing = ((under[:, 0] == common.EMPTY) | (under[:, 0] == common.FLOOR)
+                    | (under[:, 0] == common.GOAL) | (under[:, 0] == common.LAVA)
+                    | ((under[:, 0] == common.DOOR) & (under[:, 2] == common.OPEN)))
+        carried = carry[:, 0]
+        pickable = ((carried == common.KEY) | (carried == common.BALL)
+                    | (carried == common.BOX))
+        contents = (carry[:, 3] != 0) | (carry[:, 4] != 0)
+        carrying = np.where(carried == 0, (carry != 0).any(axis=1),
+                            ~pickable | (carry[:, 1] >= len(common.COLOR_NAMES))
+                            | (carry[:, 2] != 0) | (contents & (carried != common.BOX))
+                            | (carry[:, 4] >= len(common.COLOR_NAMES)))
+        return {"a cell that is not a (type, colour, state) of minigrid's": cells,
+                "a box's contents in a cell that is not a box": held.reshape(n, -1).any(axis=1),
+                "the agent on a cell it cannot enter": inside & ~standing,
+                "a carried object that is not a key, a ball or a box": carrying}
 
     def family_fields(self) -> list[tuple[Any, ...]]:
         """The family's own state fields (``(name, dtype[, shape])``), after the common ones:
