@@ -42,7 +42,7 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
     collects the largest number of live enemies seen in an env."""
     n = env.num_envs
     scratch = BatchSeaquest(6 * n, sticky_action_prob=0.0, validate=False,
-                            difficulty_ramping=env.difficulty_ramping, kernels=env.kernels)
+                            difficulty_ramping=env.difficulty_ramping)  # (compiled)
     scratch.reset(seed=0)
     first = np.tile(np.arange(6), n)
     idle = np.zeros(6 * n, dtype=np.int64)

@@ -54,7 +54,7 @@ def sniper(env: BatchSpaceInvaders, delays: int = 6):
     rows = np.arange(env.num_envs)
     scratch = BatchSpaceInvaders(env.num_envs * 10 * (delays + 1), sticky_action_prob=0.0,
                                  difficulty_ramping=env.difficulty_ramping, validate=False,
-                                 autoreset_mode="Disabled", kernels=env.kernels)
+                                 autoreset_mode="Disabled")  # (compiled: a policy's tool)
 
     def policy(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         pos = obs[:, 9, :, 0].argmax(axis=1)
