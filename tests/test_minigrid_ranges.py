@@ -1,10 +1,10 @@
 """The MiniGrid envs' valid states (``BatchMiniGrid.state_ranges`` and ``check_state``),
 fuzzed (``tests/range_fuzz.py``), one id per class: a few hundred random states per class,
-from layouts the generators made with random objects strewn over them (the grid's edge
-too), the agent anywhere it may stand (on the edge too: the cell ahead is then off the
-grid, which the rules read as a wall) facing any way, step alike compiled and as a Python
-loop, without an error, to states inside the ranges again; a value one past any bound, and
-each invariant broken, is refused by ``set_state``, and changes nothing."""
+from layouts the generators made with random objects strewn over them (walls too, but no
+wall taken away), the agent anywhere it may stand (next to the grid's edge too) facing any
+way, step alike compiled and as a Python loop, without an error, to states inside the
+ranges again; a value one past any bound, and each invariant broken (an agent that could
+walk to the grid's edge among them), is refused by ``set_state``, and changes nothing."""
 
 from __future__ import annotations
 
@@ -47,9 +47,10 @@ IDS = first_id_per_class()
 
 def strew(st: np.ndarray, rng: np.random.Generator, share: float) -> None:
     """Random objects (a colour each; doors open, closed or locked; boxes with contents
-    or none) in a ``share`` of the cells, the grid's edge included."""
+    or none) in a ``share`` of the cells that are not walls (a wall taken away could open
+    the way to the grid's edge: a state ``check_state`` refuses)."""
     grid, contains = st["grid"], st["contains"]
-    where = rng.random(grid.shape[:-1]) < share
+    where = (rng.random(grid.shape[:-1]) < share) & (grid[..., 0] != c.WALL)
     k = np.count_nonzero(where)
     kind = rng.choice(OBJECTS, k)
     grid[where] = np.stack([kind, rng.integers(0, 6, k) * (kind != c.EMPTY),
@@ -77,16 +78,23 @@ def inside(env, seed: int) -> np.ndarray:
     st["carry"][box, 3] = rng.choice([0, c.KEY, c.BALL], np.count_nonzero(box))
     st["carry"][box, 4] = rng.integers(0, 6, np.count_nonzero(box))
     rows = np.arange(N)
-    x, y = st["agent_x"], st["agent_y"]
+    x, y = st["agent_x"], st["agent_y"]  # (drawn inside the ranges: off the grid's edge)
+    walled = st["grid"][rows, x, y, 0] == c.WALL
+    x[walled], y[walled] = reached["agent_x"][walled], reached["agent_y"][walled]
     st["grid"][rows, x, y] = (c.EMPTY, 0, 0)  # the agent on a cell it may enter
     st["contains"][rows, x, y] = 0
+    out = [i for i, bad in enumerate(_edge_reached(env, st)) if bad]  # (MultiRoom: outside
+    x[out], y[out] = reached["agent_x"][out], reached["agent_y"][out]  # its rooms)
+    st["grid"][out, x[out], y[out]] = (c.EMPTY, 0, 0)
+    st["contains"][out, x[out], y[out]] = 0
     if "obstacles" in st.dtype.names:
-        cells = st["obstacles"]  # balls on the grid (not on the agent, one per cell)
+        cells = st["obstacles"]  # balls (not on the agent or a wall, one per cell)
         for i in range(N):
             taken = {(int(x[i]), int(y[i]))}
             for o in range(env.n_obstacles):
                 cell = (int(cells[i, o, 0]), int(cells[i, o, 1]))
-                if cell[0] < 0 or cell[1] < 0 or cell in taken:
+                if cell[0] < 0 or cell[1] < 0 or cell in taken \
+                        or st["grid"][i, cell[0], cell[1], 0] == c.WALL:
                     cells[i, o] = (-1, -1)
                     continue
                 taken.add(cell)
@@ -103,9 +111,9 @@ def test_states_inside_the_ranges_step_alike_and_stay_inside(env_id):
     python = batchenv.make(env_id, N, kernels="python")
     for seed in (1, 2):
         states = inside(compiled, seed)
-        edge = ((states["agent_x"] == 0) | (states["agent_x"] == compiled.width - 1)
-                | (states["agent_y"] == 0) | (states["agent_y"] == compiled.height - 1))
-        assert edge.sum() > 10  # agents on the grid's edge, some facing out
+        edge = ((states["agent_x"] == 1) | (states["agent_x"] == compiled.width - 2)
+                | (states["agent_y"] == 1) | (states["agent_y"] == compiled.height - 2))
+        assert edge.any()  # agents next to the grid's edge, some facing it (MultiRoom: few)
         step_alike(compiled, python, states, STEPS, np.random.default_rng(seed))
 
 
@@ -114,6 +122,36 @@ def test_a_value_past_any_bound_is_refused(env_id):
     env = batchenv.make(env_id, N, kernels="python")
     checked = assert_every_bound_refused(env, inside(env, 3), np.random.default_rng(3))
     assert checked >= 2 * len(env.state_field_ranges) - 1  # (step_count: no range)
+
+
+def _edge_reached(env, st):
+    from batchenv.envs.minigrid.base import reaches_edge
+
+    return reaches_edge(st["grid"][..., 0], st["agent_x"], st["agent_y"])
+
+
+def _room_cells(record) -> np.ndarray:
+    """The cells of a MultiRoom grid inside its rooms: reached from the agent through cells
+    that are not walls, the walls round them included."""
+    kind = record["grid"][..., 0]
+    reach = np.zeros(kind.shape, dtype=bool)
+    reach[record["agent_x"], record["agent_y"]] = True
+    for _ in range(kind.size):
+        grown = reach.copy()
+        grown[1:] |= reach[:-1]
+        grown[:-1] |= reach[1:]
+        grown[:, 1:] |= reach[:, :-1]
+        grown[:, :-1] |= reach[:, 1:]
+        grown &= (kind != c.WALL) | reach
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    walls = np.zeros_like(reach)  # the walls next to the rooms' cells
+    walls[1:] |= reach[:-1]
+    walls[:-1] |= reach[1:]
+    walls[:, 1:] |= reach[:, :-1]
+    walls[:, :-1] |= reach[:, 1:]
+    return reach | (walls & (kind == c.WALL))
 
 
 def _at(st, k, name, index, value):
@@ -146,6 +184,17 @@ def test_the_invariants_are_refused():
                    k, "a carried object that is not a key, a ball or a box")
     assert_refused(env, _at(st, k, "carry", (slice(None),), (c.KEY, c.RED, 0, c.BALL, 1)),
                    k, "a carried object that is not a key, a ball or a box")
+    near = _at(_at(_at(st, k, "agent_x", (), 1), k, "agent_y", (), 2), k, "grid", (1, 2),
+               (c.EMPTY, 0, 0))
+    assert_refused(env, _at(near, k, "grid", (0, 2), (c.FLOOR, c.RED, 0)),
+                   k, "the agent can reach the grid's edge")  # a hole in the wall round
+    env = batchenv.make("batchenv/MiniGrid-MultiRoom-N2-S4-v0", N, kernels="python")
+    st = inside(env, 8)
+    env.set_state(st)
+    outside = np.argwhere(~_room_cells(st[k]))  # a cell outside the rooms, off the edge
+    x, y = next((a, b) for a, b in outside if 0 < a < env.width - 1 and 0 < b < env.height - 1)
+    moved = _at(_at(st, k, "agent_x", (), x), k, "agent_y", (), y)
+    assert_refused(env, moved, k, "the agent can reach the grid's edge")
     env = BatchDynamicObstacles(N, size=6, kernels="python")
     st = inside(env, 7)
     env.set_state(st)

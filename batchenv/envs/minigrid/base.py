@@ -35,16 +35,17 @@ class BatchMiniGrid(BatchEnv):
         "width", "height", "max_steps", "see_through_walls", "full_view")
     #: The valid ranges of the common state fields (:class:`~batchenv.state.Range`; a
     #: family adds its own). Any state inside them, and :meth:`check_state`, steps without
-    #: an index out of bounds: the agent's cell and the target's index the grid (the cell
-    #: ahead of the agent may be off it: the rules read a wall there), the direction the
-    #: table of steps, the colours ``COLOR_NAMES`` (missions, frames). The cells, what a
-    #: box holds and what the agent carries are (type, colour, state) codes, 0-9 (LAVA is
-    #: the highest type on a grid); ``check_state`` says which code each part may hold.
-    #: ``step_count`` (the reward's clock) has none: any count is safe.
+    #: an index out of bounds, to a state inside them again: the agent stands off the
+    #: grid's edge, so the cell ahead of it, which the rules read, is on the grid
+    #: (``check_state``: it cannot reach the edge); the target's cell indexes the grid,
+    #: the direction the table of steps, the colours ``COLOR_NAMES`` (missions, frames).
+    #: The cells, what a box holds and what the agent carries are (type, colour, state)
+    #: codes, 0-9 (LAVA is the highest type on a grid); ``check_state`` says which code
+    #: each part may hold. ``step_count`` (the reward's clock) has none: any count is safe.
     state_ranges: ClassVar[dict[str, Range]] = {
         "grid": Range(0, common.LAVA), "contains": Range(0, common.LAVA),
         "carry": Range(0, common.LAVA),
-        "agent_x": Range(0, "width - 1"), "agent_y": Range(0, "height - 1"),
+        "agent_x": Range(1, "width - 2"), "agent_y": Range(1, "height - 2"),
         "agent_dir": Range(0, len(common.DIR_DX) - 1),
         "target_x": Range(0, "width - 1"), "target_y": Range(0, "height - 1"),
         "target_color": Range(0, len(common.COLOR_NAMES) - 1),
@@ -86,8 +87,11 @@ class BatchMiniGrid(BatchEnv):
         """What the ranges cannot say: each cell a (type, colour, state) minigrid encodes
         (a type from EMPTY to LAVA, a colour of ``COLOR_NAMES``, a state other than open
         only for a door, closed or locked), what a box holds only in a box, the agent on
-        a cell it may enter (not in a wall or a closed door), and what it carries a key,
-        a ball or a box (contents only in a box; or nothing, all zeros)."""
+        a cell it may enter (not in a wall or a closed door) from which no path through
+        cells other than walls leads to the grid's edge (minigrid's grids are walled
+        round, or, MultiRoom's, the agent's rooms are: from the edge the cell ahead would be
+        off the grid), and what it carries a key, a ball or a box (contents only in a box;
+        or nothing, all zeros)."""
         grid, contains, carry = states["grid"], states["contains"], states["carry"]
         n = len(states)
         kind, colour, state = grid[..., 0], grid[..., 1], grid[..., 2]
@@ -112,6 +116,8 @@ class BatchMiniGrid(BatchEnv):
                             | (carry[:, 2] != 0) | (contents & (carried != common.BOX))
                             | (carry[:, 4] >= len(common.COLOR_NAMES)))
         return {"a cell that is not a (type, colour, state) of minigrid's": cells,
+                "the agent can reach the grid's edge (through cells other than walls)":
+                    reaches_edge(kind, x, y),
                 "a box's contents in a cell that is not a box": held.reshape(n, -1).any(axis=1),
                 "the agent on a cell it cannot enter": inside & ~standing,
                 "a carried object that is not a key, a ball or a box": carrying}
@@ -138,3 +144,38 @@ class BatchMiniGrid(BatchEnv):
     def missions(self) -> tuple[str, ...]:
         """Each env's mission string."""
         return (self.mission,) * self.num_envs
+
+
+def reaches_edge(kind: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per record: whether cell ``(x, y)`` is joined to the grid's edge by a path of cells
+    that are not walls (``kind``: the cells' types, ``(n, width, height)``). Walls are the
+    only cells no rule removes (a door opens, an object is picked up, a ball moves), and no
+    rule makes a wall but a box holding one: so a record that does not reach the edge never
+    will. Records whose edge is all wall are answered at once; the others by a flood fill
+    over all of them together."""
+    out = np.zeros(len(kind), dtype=bool)
+    walls = kind == common.WALL
+    edge = np.concatenate([walls[:, 0], walls[:, -1], walls[:, :, 0], walls[:, :, -1]], axis=1)
+    todo = np.flatnonzero(~edge.all(axis=1))
+    if not len(todo):
+        return out
+    passable = ~walls[todo]
+    reach = np.zeros_like(passable)
+    inside = ((x[todo] >= 0) & (x[todo] < kind.shape[1]) & (y[todo] >= 0)
+              & (y[todo] < kind.shape[2]))
+    rows = np.flatnonzero(inside)
+    reach[rows, x[todo][rows], y[todo][rows]] = True
+    reach &= passable
+    while True:
+        grown = reach.copy()
+        grown[:, 1:] |= reach[:, :-1]
+        grown[:, :-1] |= reach[:, 1:]
+        grown[:, :, 1:] |= reach[:, :, :-1]
+        grown[:, :, :-1] |= reach[:, :, 1:]
+        grown &= passable
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    out[todo] = (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1) | reach[:, :, 0].any(axis=1)
+                 | reach[:, :, -1].any(axis=1))
+    return out

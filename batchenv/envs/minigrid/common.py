@@ -158,22 +158,6 @@ def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-d
 
 # --------------------------------------------------------------------------- rules
 @perenv.rule
-def inside(p, x, y):  # type: ignore[no-untyped-def]
-    """Whether cell ``(x, y)`` is on the grid."""
-    return 0 <= x < p.width and 0 <= y < p.height
-
-
-@perenv.rule
-def ahead_type(p, s, i, x, y):  # type: ignore[no-untyped-def]
-    """The type of the object in cell ``(x, y)``, the one ahead of the agent: a wall off
-    the grid (as ``Grid.slice`` shows it). minigrid's grids are walled round, so the cell
-    ahead is always on them; a state with the agent on the grid's edge facing out (a set
-    state, of a family whose edge is not all wall) reads a wall there instead of another
-    env's cells, and every rule below leaves a wall alone."""
-    return s.grid[i, x, y, 0] if inside(p, x, y) else WALL
-
-
-@perenv.rule
 def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.step`` for row ``i``: returns ``(reward, terminated)``."""
     s.step_count[i] += 1
@@ -182,8 +166,8 @@ def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     d = s.agent_dir[i]
     fx = s.agent_x[i] + DIR_DX[d]
     fy = s.agent_y[i] + DIR_DY[d]
-    t = ahead_type(p, s, i, fx, fy)  # (the rules below index the cell only if t is not a
-    st = s.grid[i, fx, fy, 2] if t != WALL else 0  # wall: the cell is on the grid)
+    t = s.grid[i, fx, fy, 0]
+    st = s.grid[i, fx, fy, 2]
     if action == LEFT:
         s.agent_dir[i] = (d + 3) % 4
     elif action == RIGHT:

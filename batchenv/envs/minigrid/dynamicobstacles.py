@@ -118,8 +118,7 @@ class BatchDynamicObstacles(BatchMiniGrid):
         if action >= 3:  # minigrid: "Invalid action"
             action = common.LEFT
         d = s.agent_dir[i]
-        ahead = common.ahead_type(p, s, i, s.agent_x[i] + common.DIR_DX[d],
-                                  s.agent_y[i] + common.DIR_DY[d])
+        ahead = s.grid[i, s.agent_x[i] + common.DIR_DX[d], s.agent_y[i] + common.DIR_DY[d], 0]
         blocked = ahead != common.EMPTY and ahead != common.GOAL  # before the balls move
         move_obstacles(p, s, i)
         reward, terminated = common.step_env(p, s, i, action)
