@@ -205,3 +205,32 @@ def test_the_invariants_are_refused():
                    k, "a placed ball not in a cell of the grid holding a ball")
     assert_refused(env, _at(st, k, "obstacles", (0, 1), -1),
                    k, "a placed ball not in a cell of the grid holding a ball")
+
+
+@pytest.mark.parametrize("height", [5, 25, 64, 70])  # (above 64: cell by cell)
+def test_reaches_edge_is_a_flood_fill(height):
+    """``reaches_edge`` on random walls, against a plain breadth-first search."""
+    from collections import deque
+
+    from batchenv.envs.minigrid.base import reaches_edge
+
+    rng = np.random.default_rng(height)
+    kind = np.where(rng.random((60, 9, height)) < 0.45, c.WALL, c.EMPTY).astype(np.int8)
+    kind[:20, [0, -1]] = c.WALL  # a third of them walled round
+    kind[:20, :, [0, -1]] = c.WALL
+    x, y = rng.integers(0, 9, 60), rng.integers(0, height, 60)
+    expected = []
+    for k in range(60):
+        seen, todo, found = {(x[k], y[k])}, deque([(x[k], y[k])]), False
+        while todo and kind[k, x[k], y[k]] != c.WALL:
+            a, b = todo.popleft()
+            found |= a in (0, 8) or b in (0, height - 1)
+            for da, db in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                cell = (a + da, b + db)
+                if 0 <= cell[0] < 9 and 0 <= cell[1] < height and cell not in seen \
+                        and kind[k][cell] != c.WALL:
+                    seen.add(cell)
+                    todo.append(cell)
+        expected.append(found)
+    got = reaches_edge(kind, x, y)
+    assert got.tolist() == expected and 0 < got.sum() < 60

@@ -152,20 +152,42 @@ def reaches_edge(kind: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     only cells no rule removes (a door opens, an object is picked up, a ball moves), and no
     rule makes a wall but a box holding one: so a record that does not reach the edge never
     will. Records whose edge is all wall are answered at once; the others by a flood fill
-    over all of them together."""
+    over all of them together, each column of cells a bit mask (a grid up to 64 high)."""
     out = np.zeros(len(kind), dtype=bool)
     walls = kind == common.WALL
     edge = np.concatenate([walls[:, 0], walls[:, -1], walls[:, :, 0], walls[:, :, -1]], axis=1)
     todo = np.flatnonzero(~edge.all(axis=1))
     if not len(todo):
         return out
-    passable = ~walls[todo]
-    reach = np.zeros_like(passable)
-    inside = ((x[todo] >= 0) & (x[todo] < kind.shape[1]) & (y[todo] >= 0)
-              & (y[todo] < kind.shape[2]))
+    height = kind.shape[2]
+    inside = ((x[todo] >= 0) & (x[todo] < kind.shape[1]) & (y[todo] >= 0) & (y[todo] < height))
+    start = np.zeros(walls[todo].shape, dtype=bool)
     rows = np.flatnonzero(inside)
-    reach[rows, x[todo][rows], y[todo][rows]] = True
-    reach &= passable
+    start[rows, x[todo][rows], y[todo][rows]] = True
+    if height > 64:  # (cell by cell)
+        out[todo] = _flood_touches_edge(~walls[todo], start)
+        return out
+    bit = np.uint64(1) << np.arange(height, dtype=np.uint64)
+    passable = np.bitwise_or.reduce(np.where(walls[todo], np.uint64(0), bit), axis=2)
+    reach = np.bitwise_or.reduce(np.where(start, bit, np.uint64(0)), axis=2) & passable
+    one, rim = np.uint64(1), bit[0] | bit[-1]  # (rim: the top and bottom rows)
+    active = np.arange(len(todo))  # the records still growing, not at the edge yet
+    while len(active):
+        now = reach[active]
+        grown = now | (now << one) | (now >> one)
+        grown[:, 1:] |= now[:, :-1]
+        grown[:, :-1] |= now[:, 1:]
+        grown &= passable[active]
+        reach[active] = grown
+        edge = (grown[:, 0] != 0) | (grown[:, -1] != 0) | ((grown & rim) != 0).any(axis=1)
+        out[todo[active[edge]]] = True
+        active = active[~edge & (grown != now).any(axis=1)]
+    return out
+
+
+def _flood_touches_edge(passable: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """:func:`reaches_edge`'s flood fill on ``(n, width, height)`` bools."""
+    reach = reach & passable
     while True:
         grown = reach.copy()
         grown[:, 1:] |= reach[:, :-1]
@@ -176,6 +198,5 @@ def reaches_edge(kind: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         if np.array_equal(grown, reach):
             break
         reach = grown
-    out[todo] = (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1) | reach[:, :, 0].any(axis=1)
-                 | reach[:, :, -1].any(axis=1))
-    return out
+    return (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1) | reach[:, :, 0].any(axis=1)
+            | reach[:, :, -1].any(axis=1))
