@@ -198,5 +198,6 @@ def _flood_touches_edge(passable: np.ndarray, reach: np.ndarray) -> np.ndarray:
         if np.array_equal(grown, reach):
             break
         reach = grown
-    return (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1) | reach[:, :, 0].any(axis=1)
-            | reach[:, :, -1].any(axis=1))
+    touches: np.ndarray = (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1)
+                           | reach[:, :, 0].any(axis=1) | reach[:, :, -1].any(axis=1))
+    return touches
