@@ -198,6 +198,5 @@ def _flood_touches_edge(passable: np.ndarray, reach: np.ndarray) -> np.ndarray:
         if np.array_equal(grown, reach):
             break
         reach = grown
-    touches: np.ndarray = (reach[:, 0].any(axis=1) | reach[:, -1].any(axis=1)
-                           | reach[:, :, 0].any(axis=1) | reach[:, :, -1].any(axis=1))
-    return touches
+    rims = (reach[:, 0], reach[:, -1], reach[:, :, 0], reach[:, :, -1])
+    return np.asarray(np.stack([rim.any(axis=1) for rim in rims]).any(axis=0))
