@@ -25,21 +25,25 @@ DEFAULT_OUT = os.path.join(HERE, "..", "docs", "scaling.png")
 DEFAULT_FAMILIES = ["Pong state", "CartPole-v1", "MinAtar breakout", "MiniGrid-DoorKey-8x8-v0"]
 
 
-def series(path: str) -> dict[str, dict[str, dict[int, float]]]:
-    """family -> label -> num_envs -> env-steps per second, from a ``--benchmark-json``."""
+def series(path: str) -> tuple[dict[str, dict[str, dict[int, float]]], set[str]]:
+    """family -> label -> num_envs -> env-steps per second, from a ``--benchmark-json``; and
+    the labels of the peers."""
     with open(path) as f:
         benchmarks = json.load(f)["benchmarks"]
     out: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    peers = set()
     for b in benchmarks:
         info = b.get("extra_info", {})
         family, _, n = (b.get("group") or "").rpartition(" n=")
         if "label" not in info or not n.isdigit():
             continue
         out[family][info["label"]][int(n)] = info["env_steps"] / b["stats"]["median"]
-    return out
+        if info.get("peer"):
+            peers.add(info["label"])
+    return out, peers
 
 
-def plot(found: dict, families: list[str], out: str) -> None:
+def plot(found: dict, peers: set[str], families: list[str], out: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,9 +57,19 @@ def plot(found: dict, families: list[str], out: str) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.6 * rows), dpi=100,
                              squeeze=False)
     for ax, family in zip(axes.flat, families):
-        for k, (label, points) in enumerate(sorted(found[family].items())):
+        labels = sorted(found[family], key=lambda label: (label in peers, label))
+        ours = peer = 0
+        for label in labels:  # ours in colour, solid; peers grey to red, dashed
+            points = found[family][label]
             ns = sorted(points)
-            ax.plot(ns, [points[n] for n in ns], marker="os^Dvx<>"[k % 8], label=label)
+            if label in peers:
+                style = dict(color=["0.35", "C3", "C5"][peer % 3], linestyle="--",
+                             marker="xDv"[peer % 3])
+                peer += 1
+            else:
+                style = dict(color=f"C{[0, 1, 2, 4, 9][ours % 5]}", marker="os^<>"[ours % 5])
+                ours += 1
+            ax.plot(ns, [points[n] for n in ns], label=label, **style)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(family)
@@ -65,8 +79,8 @@ def plot(found: dict, families: list[str], out: str) -> None:
         ax.legend(fontsize=7, loc="best")
     for ax in list(axes.flat)[len(families):]:
         ax.set_visible(False)
-    fig.suptitle("batchenv and its peers, medians of one run of the benchmark suite",
-                 fontsize=10)
+    fig.suptitle("batchenv (solid) and its peers (dashed): medians of one run of the benchmark "
+                 "suite", fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out)
@@ -80,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="group names without their ' n=N' (default: %(default)s)")
     parser.add_argument("--out", default=DEFAULT_OUT, help="default: docs/scaling.png")
     args = parser.parse_args(argv)
-    plot(series(args.json), args.families, args.out)
+    found, peers = series(args.json)
+    plot(found, peers, args.families, args.out)
     return 0
 
 

@@ -164,23 +164,3 @@ def test_batch_independence_over_long_episodes(cls):
         np.testing.assert_array_equal(np.stack(obs_i)[:, 0], np.stack(big_obs)[:, i])
         np.testing.assert_array_equal(np.stack(rew_i)[:, 0], np.stack(big_rew)[:, i])
 
-
-def test_bench_script_runs(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
-
-    pytest.importorskip("minatar")
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_minatar.py"
-    spec = importlib.util.spec_from_file_location("bench_minatar", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    rows = bench.main(["--games", "breakout", "--floor", "--num-envs", "16", "--rounds", "1",
-                       "--block", "0.01", "--memory-envs", "64", "--no-gymnax",
-                       "--threads", "2", "--json", str(tmp_path / "b.json")])
-    assert [r["game"] for r in rows] == ["breakout", "floor", "floor-perenv"]
-    assert all(r["x_minatar_cpu"] > 0 and r["bytes_per_env"] > r["state_record_bytes"]
-               for r in rows)
-    # the A/B of the two forms: the numpy kernels timed in the same rounds
-    assert rows[0]["kernels"] == "numba" and rows[0]["x_numpy_cpu"] > 0
-    assert rows[0]["threads_x_one_wall"] > 0 and rows[1]["threads"] is None  # (per-env only)
-    assert "x MinAtar" in capsys.readouterr().out

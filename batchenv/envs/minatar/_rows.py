@@ -99,7 +99,7 @@ def per_slot(values: np.ndarray) -> np.ndarray:
     the same dtype, as ``values[:, None]`` broadcast would give, but as a real array.
     (numpy runs an ``(n, 8)`` op against an ``(n, 1)`` operand as n inner loops of 8, much
     slower than two same-shape arrays; one multiply makes the copy. The figures:
-    ``docs/performance.md``, "Layouts and checks".)"""
+    ``docs/performance.md``, "Why the kernels are written as they are".)"""
     words = values.view(np.uint8).astype(np.uint64)
     words *= _SPLAT  # the byte in all 8 bytes of the word
     return words.view(values.dtype).reshape(len(values), 8)
