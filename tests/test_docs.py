@@ -31,7 +31,6 @@ RUN_BY = re.compile(r"<!--\s*run-by:\s*(?P<marker>\w+):\s*(?P<why>.+?)\s*-->")
 EXPECTED_NOT_RUN = {
     "README.md": 1,  # trains PPO for 20,000 steps (tests/test_readme.py runs 2,048)
     "docs/concurrency.md": 3,  # a signature, an env needing a server, top-level await
-    "docs/performance.md": 1,  # a timing script, run by hand once per checkout compared
     "docs/scaling-out.md": 2,  # starts Ray; a training-loop sketch
     "docs/training.md": 3,  # a fragment of the PPO loop, two SB3 training runs
     "docs/writing_envs.md": 2,  # an excerpt of BatchPong._substep; the MinAtar registration sketch

@@ -80,7 +80,8 @@ def clear_board(obs: np.ndarray) -> None:
     Compiled, its size is read from ``obs``, and the loop is a call of memset: a board
     painted row by row from a module-level table (:func:`paint_table_row`) is a few stores
     per row instead, and no call in the compiled step (Asterix and Breakout paint theirs so:
-    docs/performance.md, "No memset calls")."""
+    docs/performance.md, "Per-env kernels: the step around the rules", "Views without
+    calls")."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0

@@ -1,4 +1,4 @@
-"""What a new author still hit (issue 23), each as the author wrote it: a step kernel that
+"""More mistakes an author makes (issue 23), each as the author wrote it: a step kernel that
 draws for every row, per-env state kept on ``self``, arrays sized by ``num_envs``, a reward
 computed in uint8, an exception inside a kernel, a small (H, W, 3) uint8 observation."""
 
@@ -154,7 +154,7 @@ def test_check_env_catches_state_kept_outside_the_state_at_its_defaults(env, che
 
 
 @pytest.mark.parametrize("env", [Walk, Catch])
-def test_good_envs_pass_the_new_checks(env):
+def test_good_envs_pass_the_round_trip_and_staggered_checks(env):
     report = check_env(env)
     assert {"fresh_env_round_trip", "staggered_episodes"} <= set(report.passed)
 
