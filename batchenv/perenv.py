@@ -590,10 +590,11 @@ class Runner:
         self.p: Any = self.params(env)
         self.actions = _ActionForm(env.single_action_space, env.num_envs,
                                     compiled=kernels == "numba")
-        self.pool = _OutputPool(env._obs, env.num_envs)
+        self.pool = _OutputPool(env._obs, env.num_envs, env._reward.dtype)
         self.every = np.ones(env.num_envs, dtype=np.bool_)  # run's `chosen`: every row
         n = env.num_envs  # (op 1 and 2 write neither rewards nor flags)
-        self.scratch = (np.zeros(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+        self.scratch = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
+                        np.zeros(n, dtype=np.bool_))
 
     def _use(self, made: _Loops) -> None:
         """Run ``made``'s loops, with their namedtuple classes of ``s`` and ``p``."""
@@ -704,7 +705,7 @@ class Runner:
     def step_envs(self, env: BatchEnv, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
         n = len(s)
-        outputs = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_),
+        outputs = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
                    np.zeros(n, dtype=np.bool_))
         self._op(STEP_ONLY, s, self.no_obs, outputs=outputs,
                  action=self.actions.canonical_checked(action))
@@ -889,8 +890,9 @@ class _OutputPool:
     # arrays, as without the pool, and the pool never holds more than two
     KEEP = 2
 
-    def __init__(self, obs: np.ndarray, n: int) -> None:
+    def __init__(self, obs: np.ndarray, n: int, reward_dtype: np.dtype) -> None:
         self.obs_shape, self.obs_dtype, self.n = obs.shape, obs.dtype, n
+        self.reward_dtype = reward_dtype
         self.sets: list[list[np.ndarray]] = []
 
     def take(self) -> list[np.ndarray]:
@@ -899,7 +901,7 @@ class _OutputPool:
             if getrefcount(held[0]) == 2 and getrefcount(held[1]) == 2 \
                     and getrefcount(held[2]) == 2 and getrefcount(held[3]) == 2:
                 return held[:]
-        made = [np.empty(self.n, dtype=np.float64), np.empty(self.n, dtype=np.bool_),
+        made = [np.empty(self.n, dtype=self.reward_dtype), np.empty(self.n, dtype=np.bool_),
                 np.empty(self.n, dtype=np.bool_),
                 np.empty(self.obs_shape, dtype=self.obs_dtype)]
         self.sets.insert(0, made)

@@ -193,6 +193,7 @@ class ShardedVectorEnv(VectorEnv):
         self.action_space = batched_space(self.single_action_space, n)
         self.metadata = dict(template.metadata)
         self.autoreset_mode: AutoresetMode = template.autoreset_mode
+        self.reward_dtype: np.dtype = template.reward_dtype
         self.max_episode_steps = template.max_episode_steps
         self.render_mode = template.render_mode
         self.full_state_dtype = template.full_state_dtype
