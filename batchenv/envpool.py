@@ -85,7 +85,7 @@ _HONOURED_ATARI = {"stack_num", "img_height", "img_width", "reward_clip",
                    "repeat_action_probability", "episodic_life", "zero_discount_on_life_loss"}
 #: EnvPool's ids mapped to a batchenv class with Atari processing: (class, its keywords,
 #: EnvPool's max_episode_steps for the id: 27000 agent steps, ``atari/registration.py``).
-_ATARI_TASKS: dict[str, tuple[str, dict[str, Any], int]] = {
+_ATARI_TASKS: dict[str, tuple[str | type[BatchEnv], dict[str, Any], int]] = {
     "Pong-v5": ("batchenv.envs.pong:BatchPong",
                 {"mode": "cpu", "obs_type": "pixels", "channel_axis": None}, 27000),
 }
@@ -129,8 +129,10 @@ class _Task:
         if task_id in _ATARI_TASKS:
             path, kwargs, steps = _ATARI_TASKS[task_id]
             self.atari, self.kwargs, self.max_episode_steps = True, dict(kwargs), steps
-            module, name = path.split(":")
-            self.cls: type[BatchEnv] = getattr(importlib.import_module(module), name)
+            if isinstance(path, str):
+                module, name = path.split(":")
+                path = getattr(importlib.import_module(module), name)
+            self.cls: type[BatchEnv] = path
             return
         entry = _native_entry(task_id)
         if entry is None:
@@ -148,6 +150,11 @@ class _Task:
         config = {**COMMON, "max_episode_steps": self.max_episode_steps}
         if self.atari:
             config.update(ATARI)
+        else:
+            atari = sorted(set(kwargs) & set(ATARI) - {"mode"})  # (a BatchPong keyword too)
+            if atari:
+                raise ValueError(f"{atari} are EnvPool's Atari options; {self.id!r} is not "
+                                 f"an Atari task (the Atari tasks: {list(_ATARI_TASKS)})")
         rest = {k: v for k, v in kwargs.items() if k not in config}
         config.update({k: v for k, v in kwargs.items() if k in config})
         n = config["num_envs"]
@@ -351,6 +358,8 @@ class EnvPool:
             info = _rows(info, ids)
         if self._old_api and not self._return_info:
             return obs
+        if self._old_api:
+            info["TimeLimit.truncated"] = np.zeros(len(ids), dtype=np.bool_)
         return obs, info
 
     def async_reset(self) -> None:
