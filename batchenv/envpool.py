@@ -109,7 +109,7 @@ class EnvSpec:
     def __init__(self, task_id: str, config: dict[str, Any], observation_space: Any,
                  action_space: Any) -> None:
         self.id = task_id
-        self.config = namedtuple("Config", list(config))(**config)  # type: ignore[misc]
+        self.config: Any = namedtuple("Config", list(config))(**config)
         self.observation_space = observation_space
         self.action_space = action_space
         self.reward_threshold = config.get("reward_threshold")
@@ -128,7 +128,8 @@ class _Task:
         self.id = task_id
         if task_id in _ATARI_TASKS:
             path, kwargs, steps = _ATARI_TASKS[task_id]
-            self.atari, self.kwargs, self.max_episode_steps = True, dict(kwargs), steps
+            self.atari, self.kwargs = True, dict(kwargs)
+            self.max_episode_steps: int | None = steps
             if isinstance(path, str):
                 module, name = path.split(":")
                 path = getattr(importlib.import_module(module), name)
@@ -244,7 +245,7 @@ class _Group:
         n = len(ids)
         self.elapsed = np.zeros(n, dtype=np.int32)
         self.was_done = np.zeros(n, dtype=np.bool_)  # ended last step: resets this step
-        frame = env.single_observation_space.shape
+        frame = tuple(env.single_observation_space.shape or ())
         self.stack = np.zeros((n, stack_num, *frame), dtype=env.single_observation_space.dtype) \
             if stack_num else None
 
