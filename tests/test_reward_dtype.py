@@ -115,6 +115,12 @@ def test_sharded_rewards_have_the_reward_dtype_in_step_and_collect(dtype, mode):
         plain = BatchPong(4, **kwargs)
         for got, want in zip(rewards_of(env, 30), rewards_of(plain, 30)):
             assert got.dtype == dtype and np.array_equal(got, want)
+        env.async_reset(seed=0)  # EnvPool's calls: the reset's zero rewards too
+        for _ in range(3):  # half 0's reset, half 1's reset, half 0's step
+            _, reward, *_, info = env.recv()
+            assert reward.dtype == dtype
+            env.send(np.zeros(len(info["env_id"]), dtype=np.int64))
+        env.reset(seed=0)
         trajectories = env.collect(stay, 3)
         assert trajectories.rewards.dtype == dtype and trajectories.rewards.shape == (3, 4)
     finally:
@@ -133,3 +139,14 @@ def test_the_single_env_returns_full_precision_python_floats():
     expected = batch.step(action[None])[1][0]
     assert type(reward) is float and reward == expected
     assert reward != float(np.float32(reward))  # more digits than float32 has
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_async_reset_rewards_have_the_reward_dtype(dtype):
+    """EnvPool's calls on a vector env: the reset's zero rewards are in the step's dtype."""
+    for env in (BatchCartPole(3, reward_dtype=dtype),
+                ConcurrentVectorEnv([lambda: gym.make("CartPole-v1")] * 3, reward_dtype=dtype)):
+        env.async_reset(seed=0)
+        assert env.recv()[1].dtype == dtype
+        env.send(np.ones(3, dtype=np.int64))
+        assert env.recv()[1].dtype == dtype

@@ -544,7 +544,8 @@ class ShardedVectorEnv(VectorEnv):
             shards = self._half_shards[h]
             result = self._outputs(a, b, shards, self._finish(shards, "step"))
         else:  # just reset
-            result = (self._out(self._arrays["obs"][a:b]), np.zeros(b - a),
+            result = (self._out(self._arrays["obs"][a:b]),
+                      np.zeros(b - a, dtype=self.reward_dtype),
                       np.zeros(b - a, bool), np.zeros(b - a, bool), {})
         result[4]["env_id"] = np.arange(a, b)
         d["received"], d["next"] = h, (h + 1) % len(self._half_rows)
