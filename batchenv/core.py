@@ -56,6 +56,7 @@ from batchenv.validation import (  # the argument front end, shared with the oth
     check_num_envs,
     check_observation_space,
     check_reset,
+    check_reward_dtype,
     check_seed,
     check_set_state,
     check_state_values,
@@ -114,6 +115,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             tells which runs.
         num_threads: threads of the compiled loop (``kernels="numba"``); default 1.
             Results are identical for every thread count.
+        reward_dtype: the dtype of the returned rewards: ``np.float32`` (default, as
+            EnvPool, gymnax and PufferLib) or ``np.float64``. Kernels compute rewards in
+            their own dtype; the base class converts them once, into its buffer.
 
     ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
     per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
@@ -185,8 +189,10 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         debug: bool | None = None,
         kernels: str = "auto",
         num_threads: int | None = None,
+        reward_dtype: Any = np.float32,
     ) -> None:
         self.num_envs = check_num_envs(num_envs, n)
+        self.reward_dtype = check_reward_dtype(reward_dtype)
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
         if max_episode_steps is _USE_CLASS_DEFAULT:
             max_episode_steps = self.default_max_episode_steps
@@ -222,7 +228,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         self.state: S = cast(S, self.state_type(self.full_state_dtype, n_envs))
         space = self.single_observation_space
         self._obs = np.zeros((n_envs, *(space.shape or ())), dtype=space.dtype)
-        self._reward = np.zeros(n_envs, dtype=np.float64)
+        self._reward = np.zeros(n_envs, dtype=self.reward_dtype)
         self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
         self._terminated, self._truncated = self._flags
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)

@@ -208,11 +208,12 @@ class SignedRewards(Catch):
         return reward.astype(np.int8), over
 
 
-def test_signed_integer_rewards_are_stored_as_float64_without_loss():
-    env = SignedRewards(4, debug=True)
+@pytest.mark.parametrize("reward_dtype", [np.float32, np.float64])
+def test_signed_integer_rewards_are_stored_in_the_reward_dtype_without_loss(reward_dtype):
+    env = SignedRewards(4, debug=True, reward_dtype=reward_dtype)
     env.reset(seed=0)
     rewards = [env.step(np.zeros(4, dtype=np.int64))[1] for _ in range(9)]
-    assert rewards[-1].dtype == np.float64 and set(rewards[-1]) <= {-1.0, 1.0}
+    assert rewards[-1].dtype == reward_dtype and set(rewards[-1]) <= {-1.0, 1.0}
     assert "api" in check_env(SignedRewards).passed
 
 

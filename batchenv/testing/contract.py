@@ -208,7 +208,8 @@ def _state_diff(a: np.ndarray, b: np.ndarray) -> str:
 # ---------------------------------------------------------------------- the checks
 def check_api(c: _Context) -> None:
     """reset/step return Gymnasium's tuples; observations inside the space, with the space's
-    dtype and shape, at every step; float64 rewards, bool flags; the env closes."""
+    dtype and shape, at every step; rewards of the env's ``reward_dtype``, bool flags; the env
+    closes."""
     n = c.num_envs
     env = c.make(n)
     obs, info = env.reset(seed=c.seed)
@@ -222,9 +223,10 @@ def check_api(c: _Context) -> None:
             if len(result) != 5:
                 raise _Fail("step", f"step returned {len(result)} values, not 5")
             obs, reward, terminated, truncated, info = result
-            if reward.shape != (n,) or reward.dtype != np.float64:
+            want = np.dtype(getattr(env, "reward_dtype", np.float32))  # the constructor's
+            if reward.shape != (n,) or reward.dtype != want:
                 raise _Fail("step_envs", f"reward at step {t} has shape {reward.shape} and "
-                            f"dtype {reward.dtype}; expected ({n},) float64")
+                            f"dtype {reward.dtype}; expected ({n},) {want}")
             if not np.isfinite(reward).all():
                 raise _Fail("step_envs", f"NaN or inf reward at step {t}, env indices "
                             f"{np.flatnonzero(~np.isfinite(reward))[:10].tolist()}")
