@@ -42,28 +42,27 @@ __all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal
            "numba_available", "PER_ENV_KERNELS", "KERNEL_CHOICES"]
 
 
-def _register_jitable(f: Any, inline: bool = False) -> Any:
+def _register_jitable(f: Any, inline: bool) -> Any:
     """numba's ``register_jitable`` when numba is installed, else the function itself."""
     if not numba_available():  # pragma: no cover (CI installs numba)
         return f
     from numba.extending import register_jitable
 
-    return register_jitable(inline="always")(f)
+    return register_jitable(inline="always" if inline else "never")(f)
 
 
-def rule(f: Callable[..., Any] | None = None, *, inline: bool = False) -> Any:
+def rule(f: Callable[..., Any] | None = None, *, inline: bool = True) -> Any:
     """Mark a helper that per-env kernels call: numba compiles it into the loop (when numba
     is installed); called from Python it is the plain function. ``@rule`` or
-    ``@rule(inline=True)``.
+    ``@rule(inline=False)``.
 
-    ``inline=True`` puts the helper's code into every place that calls it, before numba
-    compiles the caller; by default LLVM decides, and may leave a large helper a call.
-    A call passes its arguments by value, and ``p`` and ``s`` are many values (every
-    array of the state is seven): for a large helper that takes them, called in every
-    env's pass, the copy costs more than its work. Inlining compiles the helper once per
-    place, so use it for a few large helpers called from one or two places (BatchPong's
-    ``substep``), not for small ones called everywhere (docs/performance.md, "Per-env
-    kernels: the step around the rules")."""
+    By default numba puts the helper's code into every place that calls it, before it
+    compiles the caller: the loop then passes no arrays to a call, and a call that takes
+    ``p`` and ``s`` (every array of the state is several values) costs more than most
+    rules' work (docs/performance.md, "Per-env kernels: the step around the rules").
+    ``inline=False`` leaves it a function of its own, compiled once: for a large helper
+    called from many places, whose copies would lengthen the compile more than the calls
+    cost."""
     if f is None:
         return lambda g: _register_jitable(g, inline)
     return _register_jitable(f, inline)
