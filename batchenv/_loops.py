@@ -138,7 +138,15 @@ class Loops:
         exec(compile(template_text(), f"<batchenv loop of {self.cls.__qualname__}>", "exec"),
              namespace)
         run = namespace["run"]
-        self._first_call(run, args, cached=False)  # (the kernels' own error raises here)
+        try:
+            self._first_call(run, args, cached=False)  # (the kernels' own error raises here)
+        except OSError as e:  # numba could not write its cache of a function the kernels
+            # call (a user's cache=True helper, a full disk: numba guards its cache writes
+            # only on Windows); it keeps that function before it writes, so a second call
+            # compiles the loop
+            where = e.filename or "(numba's cache of a function the kernels call)"
+            _loop_cache.warn_unusable(self.cls, str(where), e)
+            self._first_call(run, args, cached=False)
         if failed is not None:  # compiled without it: the cache entry was at fault
             _loop_cache.warn_unusable(self.cls, self.path, failed)
             _loop_cache.discard(self.path)
