@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["borrow", "borrow_all", "first_bad_action", "install", "fast_typeof"]
+__all__ = ["borrow", "borrow_all", "first_bad_action", "install", "fast_typeof", "words"]
 
 
 def borrow(a: Any) -> Any:
@@ -47,14 +47,24 @@ def first_bad_action(action: np.ndarray, low: np.ndarray, high: np.ndarray, lo: 
     return int(lo + bad.argmax()) if bad.any() else -1
 
 
+# ---------------------------------------------------------------- whole words
+def words(a: np.ndarray) -> np.ndarray:
+    """The bytes of a C-contiguous array (``obs``, a row of a field) as uint64 words: a
+    view, no copy; ``size_in_bytes // 8`` words (a last partial word is left out). For an
+    ``observe_env`` that clears a board or copies rows from a table of row images eight
+    bools at a time. Compiled, it is a view over the same memory (``numba.carray``), which
+    costs nothing in an env's pass where numba's ``reshape`` calls a C helper."""
+    if not a.flags.c_contiguous:  # (reshape would copy: writes would go nowhere)
+        raise ValueError(f"words: the array must be C-contiguous, got strides {a.strides} "
+                         f"for shape {a.shape}")
+    flat = a.reshape(-1).view(np.uint8)
+    return flat[:len(flat) // 8 * 8].view(np.uint64)
+
+
+
 def _install() -> None:
     import numba
-    import numpy as np
     from numba import types
-    from numba.core.errors import TypingError
-    from numba.extending import overload, register_jitable
-
-    from batchenv.perenv import words
 
     # One identity per pointer type, with an explicit signature: numba converts the
     # argument `array.ctypes` to that pointer type when it calls it.
@@ -64,13 +74,29 @@ def _install() -> None:
     pointers = [types.CPointer(t) for t in scalars]
     as_pointer = numba.njit([p(p) for p in pointers])(lambda p: p)
     as_voidptr = numba.njit(types.voidptr(types.voidptr))(lambda p: p)
+    _install_borrow(pointers, as_pointer)
+    _install_words(as_voidptr)
+    _install_first_bad_action()
+
+
+def _holds_arrays(t: Any) -> bool:
+    from numba import types
+
+    return any(isinstance(x, types.Array) or isinstance(x, types.BaseTuple)
+               and _holds_arrays(x) for x in t)
+
+
+def _install_borrow(pointers: list[Any], as_pointer: Any) -> None:
+    import numba
+    from numba import types
+    from numba.extending import overload, register_jitable
 
     @register_jitable
-    def c_view(a):
+    def c_view(a):  # type: ignore[no-untyped-def]
         return numba.carray(as_pointer(a.ctypes), a.shape)
 
     @overload(borrow)
-    def _borrow(a):  # (numba compares these signatures with the implementations')
+    def _borrow(a):  # type: ignore[no-untyped-def]  # (numba compares the signatures)
         if isinstance(a, types.Array) and a.layout == "C" and a.mutable \
                 and types.CPointer(a.dtype) in pointers:
             return lambda a: c_view(a)
@@ -82,7 +108,7 @@ def _install() -> None:
         return lambda a: a
 
     @overload(borrow_all)
-    def _borrow_all(values):
+    def _borrow_all(values):  # type: ignore[no-untyped-def]
         # halves, so that numba's typing recurses log2(len) deep, not len
         if len(values) == 0:
             return lambda values: ()
@@ -91,54 +117,65 @@ def _install() -> None:
         half = len(values) // 2
         return lambda values: borrow_all(values[:half]) + borrow_all(values[half:])
 
-    def _holds_arrays(t):
-        return any(isinstance(x, types.Array) or isinstance(x, types.BaseTuple)
-                   and _holds_arrays(x) for x in t)
+
+def _install_words(as_voidptr: Any) -> None:
+    import numba
+    from numba import types
+    from numba.core.errors import TypingError
+    from numba.extending import overload
 
     @overload(words)
-    def _words(a):
+    def _words(a):  # type: ignore[no-untyped-def]
         if not (isinstance(a, types.Array) and a.layout == "C"):
             raise TypingError(f"perenv.words needs a C-contiguous array, got {a}")
 
-        def view(a):
+        def view(a):  # type: ignore[no-untyped-def]
             return numba.carray(as_voidptr(a.ctypes), (a.size * a.itemsize // 8,), np.uint64)
 
         return view
 
-    @overload(first_bad_action)  # (not inlined: numba's inlining of overloads renames
-    # variables wrongly here, and the stores of the loop after it were lost)
-    def _first_bad(action, low, high, lo, hi):
+
+def _first_bad_discrete(action: Any, low: Any, high: Any, lo: int, hi: int) -> int:
+    a, b = low[0], high[0]
+    bad = False
+    for i in range(lo, hi):
+        if i >= 0:  # (always: no wraparound of negative indices)
+            bad |= (action[i] < a) | (action[i] >= b)
+    if bad:
+        for i in range(lo, hi):
+            if i >= 0 and (action[i] < a or action[i] >= b):
+                return i
+    return -1
+
+
+def _first_bad_row(action: Any, low: Any, high: Any, lo: int, hi: int) -> int:
+    bad = False
+    for i in range(lo, hi):
+        if i >= 0:
+            for k in range(action.shape[1]):
+                bad |= (action[i, k] < low[k]) | (action[i, k] >= high[k])
+    if bad:
+        for i in range(lo, hi):
+            for k in range(action.shape[1]):
+                if i >= 0 and (action[i, k] < low[k] or action[i, k] >= high[k]):
+                    return i
+    return -1
+
+
+def _install_first_bad_action() -> None:
+    from numba import types
+    from numba.extending import overload, register_jitable
+
+    discrete = register_jitable(_first_bad_discrete)
+    rows = register_jitable(_first_bad_row)
+
+    @overload(first_bad_action)  # (not inline="always": numba issue #9778, perenv.rule)
+    def _first_bad(action, low, high, lo, hi):  # type: ignore[no-untyped-def]
         if not isinstance(action.dtype, types.Integer):
             return lambda action, low, high, lo, hi: -1
         if action.ndim == 1:  # Discrete
-            def one(action, low, high, lo, hi):
-                a, b = low[0], high[0]
-                bad = False
-                for i in range(lo, hi):
-                    if i >= 0:  # (always: no wraparound of negative indices)
-                        bad |= (action[i] < a) | (action[i] >= b)
-                if bad:
-                    for i in range(lo, hi):
-                        if i >= 0 and (action[i] < a or action[i] >= b):
-                            return i
-                return -1
-
-            return one
-
-        def row(action, low, high, lo, hi):  # MultiDiscrete
-            bad = False
-            for i in range(lo, hi):
-                if i >= 0:
-                    for k in range(action.shape[1]):
-                        bad |= (action[i, k] < low[k]) | (action[i, k] >= high[k])
-            if bad:
-                for i in range(lo, hi):
-                    for k in range(action.shape[1]):
-                        if i >= 0 and (action[i, k] < low[k] or action[i, k] >= high[k]):
-                            return i
-            return -1
-
-        return row
+            return lambda action, low, high, lo, hi: discrete(action, low, high, lo, hi)
+        return lambda action, low, high, lo, hi: rows(action, low, high, lo, hi)  # MultiDiscrete
 
 
 _installed = False

@@ -165,6 +165,17 @@ class _Digest:
         """Hash a value a kernel reads (numba freezes globals into the machine code) or a
         function or module it reaches; ``names``: the names the reading code uses, for the
         attributes it may read from a module or class."""
+        if self._data(v, what, names) or self._code(v, what, names):
+            return
+        if _top(getattr(v, "__module__", None)) in _LIBRARIES or \
+                _top(type(v).__module__) in _LIBRARIES:  # ufuncs, numba types, ...
+            self.add("library object", type(v).__qualname__, repr(v))
+        else:
+            raise Uncachable(f"{what} is a {type(v).__qualname__}, which the cache key "
+                             f"cannot hash")
+
+    def _data(self, v: Any, what: str, names: set[str]) -> bool:
+        """Numbers, strings, arrays, tuples and enums (False: none of these)."""
         if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
             self.add(type(v).__name__, v)
         elif isinstance(v, np.ndarray):
@@ -180,7 +191,13 @@ class _Digest:
             self.add("enum", type(v).__module__, type(v).__qualname__, v.name)
             self.value(v.value, what, names)
             self.value(type(v), what, set())
-        elif _is_jitted(v):  # numba.njit(...) function: its Python code and options
+        else:
+            return False
+        return True
+
+    def _code(self, v: Any, what: str, names: set[str]) -> bool:
+        """Functions (jitted or not), modules and classes (False: none of these)."""
+        if _is_jitted(v):  # numba.njit(...) function: its Python code and options
             if self.first_time(v):
                 options = getattr(v, "targetoptions", {})
                 self.add("jitted", sorted((k, repr(o)) for k, o in options.items()))
@@ -203,12 +220,9 @@ class _Digest:
                     self.file(getattr(module, "__file__", None), f"class {v.__qualname__}")
                 for name in sorted(names):
                     self.attribute(v, name, what, names)
-        elif _top(getattr(v, "__module__", None)) in _LIBRARIES or \
-                _top(type(v).__module__) in _LIBRARIES:  # ufuncs, numba types, ...
-            self.add("library object", type(v).__qualname__, repr(v))
         else:
-            raise Uncachable(f"{what} is a {type(v).__qualname__}, which the cache key "
-                             f"cannot hash")
+            return False
+        return True
 
 
 def _names(code: types.CodeType) -> Iterator[str]:

@@ -102,7 +102,9 @@ class Loops:
     def _globals(self, inner: Any, outer: Any) -> dict[str, Any]:
         from batchenv import _borrow
 
-        return {**dict(zip(PER_ENV_KERNELS, (inner(k) for k in self.kernels))),
+        # (a kernel that is also a @perenv.rule is a numba function already: its Python)
+        kernels = (getattr(k, "py_func", k) for k in self.kernels)
+        return {**dict(zip(PER_ENV_KERNELS, (inner(k) for k in kernels))),
                 "StateTuple": self.state_tuple, "ParamTuple": self.param_tuple,
                 "borrow": _borrow.borrow, "borrow_all": _borrow.borrow_all,
                 "first_bad_action": first_bad_action, "inner": inner, "outer": outer}

@@ -35,7 +35,6 @@ in its tests (``batchenv.testing.check_env`` turns it on), not for training.
 from __future__ import annotations
 
 import ctypes
-
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from batchenv._borrow import words
 from batchenv.forms import KERNEL_CHOICES, PER_ENV_KERNELS, numba_available
 
 __all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal", "words",
@@ -43,21 +44,27 @@ __all__ = ["rule", "bits", "random", "integers", "uniform", "bernoulli", "normal
 
 
 def _register_jitable(f: Any, inline: bool) -> Any:
-    """numba's ``register_jitable`` when numba is installed, else the function itself."""
+    """The rule as numba compiles it (see :func:`rule`), or the function itself without
+    numba."""
     if not numba_available():  # pragma: no cover (CI installs numba)
         return f
     import numba
 
     if inline:
-        return numba.njit(inline="always")(f)
+        # njit's inlining, not register_jitable(inline="always"): numba drops a loop's
+        # stores through a namedtuple built in the same function when an inlined overload
+        # is called in it (numba issue #9778), and the batch loop builds `s` so. Called from
+        # Python (kernels="python"), the rule runs compiled with bounds checks; inlined into
+        # the loop, it takes the loop's options.
+        return numba.njit(inline="always", boundscheck=True)(f)
     from numba.extending import register_jitable
+
     return register_jitable(f)
 
 
 def rule(f: Callable[..., Any] | None = None, *, inline: bool = True) -> Any:
-    """Mark a helper that per-env kernels call: numba compiles it into the loop (when numba
-    is installed); called from Python it is the plain function. ``@rule`` or
-    ``@rule(inline=False)``.
+    """Mark a helper that per-env kernels call: numba compiles it into the loop. ``@rule``
+    or ``@rule(inline=False)``.
 
     By default numba puts the helper's code into every place that calls it, before it
     compiles the caller: the loop then passes no arrays to a call, and a call that takes
@@ -65,7 +72,12 @@ def rule(f: Callable[..., Any] | None = None, *, inline: bool = True) -> Any:
     rules' work (docs/performance.md, "Per-env kernels: the step around the rules").
     ``inline=False`` leaves it a function of its own, compiled once: for a large helper
     called from many places, whose copies would lengthen the compile more than the calls
-    cost."""
+    cost (BatchCrafter's world generation).
+
+    Without numba a rule is the plain function. With numba, an inlined rule is a numba
+    function also where Python calls it (``kernels="python"``, a test): it runs compiled,
+    with bounds checks, so a breakpoint inside it does not stop (set
+    ``NUMBA_DISABLE_JIT=1`` to step through rules too)."""
     if f is None:
         return lambda g: _register_jitable(g, inline)
     return _register_jitable(f, inline)
@@ -128,20 +140,6 @@ def normal(s: Any, i: int, loc: float, scale: float) -> float:
     u1 = random(s, i)
     r = np.sqrt(-2.0 * np.log1p(-u0))
     return float(loc + scale * r * np.cos(2.0 * np.pi * u1))
-
-
-# ---------------------------------------------------------------- whole words
-def words(a: np.ndarray) -> np.ndarray:
-    """The bytes of a C-contiguous array (``obs``, a row of a field) as uint64 words: a
-    view, no copy; ``size_in_bytes // 8`` words (a last partial word is left out). For an
-    ``observe_env`` that clears a board or copies rows from a table of row images eight
-    bools at a time. Compiled, it is a view over the same memory (``numba.carray``), which
-    costs nothing in an env's pass where numba's ``reshape`` calls a C helper."""
-    if not a.flags.c_contiguous:  # (reshape would copy: writes would go nowhere)
-        raise ValueError(f"words: the array must be C-contiguous, got strides {a.strides} "
-                         f"for shape {a.shape}")
-    flat = a.reshape(-1).view(np.uint8)
-    return flat[:len(flat) // 8 * 8].view(np.uint64)
 
 
 if numba_available():  # words and the loop's helpers typed by numba, also for a rule that

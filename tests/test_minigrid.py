@@ -97,7 +97,7 @@ def run_parity(make_ours, ref_id, n=4, steps=300, full=False, seed=0, act_p=None
 
     ref_obs = [ref_reset(i) for i in range(n)]
     out = np.zeros(env.observation_space.shape, np.uint8)
-    env.observe(env.state, out)
+    env.kernel_form.observe(env, env.state, out)
     for i in range(n):
         np.testing.assert_array_equal(out[i], ref_obs[i]["image"])
     ends = 0

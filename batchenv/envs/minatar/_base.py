@@ -244,7 +244,7 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
 
     def _observations(self, s: S) -> np.ndarray:
         out = np.empty((len(s), GRID, GRID, len(self.channels)), dtype=bool)
-        self.observe(s, out)
+        self.kernel_form.observe(self, s, out)
         return out
 
     def labels(self, s: S | None = None) -> np.ndarray:

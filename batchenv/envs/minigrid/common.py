@@ -6,6 +6,9 @@ state ``s`` (one array per field over the batch), ``observe_partial(p, s, i, obs
 row ``i``'s 7x7x3 egocentric view into ``obs``. They follow ``minigrid`` 3.x
 (``minigrid/core/grid.py``, ``world_object.py``, ``minigrid_env.py``) word for word; the
 parity tests (``tests/test_minigrid.py``) compare them with ``minigrid`` at every step.
+The rules are ``@perenv.rule(inline=False)``: the kernels themselves are rules here (shared
+by the families), and Python calls them with values numba cannot type (the Python form,
+the reference tests), which an inlined rule, a numba function, would refuse.
 
 Grid storage is ``minigrid``'s encoding: ``grid[i, x, y] = (type, colour, state)`` with
 ``minigrid``'s indices (``OBJECT_TO_IDX``, ``COLOR_TO_IDX``; door state 0 open, 1 closed,
@@ -43,31 +46,31 @@ bits = perenv.bits
 integers = perenv.integers
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def rand_color(s, i):  # type: ignore[no-untyped-def]
     """minigrid's ``_rand_color()``: one of ``COLOR_NAMES``, as a colour index."""
     return SORTED_COLORS[integers(s, i, 0, 6)]
 
 
 # --------------------------------------------------------------------------- objects
-@perenv.rule
+@perenv.rule(inline=False)
 def can_overlap(t, st):  # type: ignore[no-untyped-def]
     """minigrid's ``WorldObj.can_overlap``: empty, floor, goal, lava and open doors."""
     return t == EMPTY or t == FLOOR or t == GOAL or t == LAVA or (t == DOOR and st == OPEN)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def can_pickup(t):  # type: ignore[no-untyped-def]
     return t == KEY or t == BALL or t == BOX
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def see_behind(t, st):  # type: ignore[no-untyped-def]
     """Walls and closed or locked doors block the view."""
     return not (t == WALL or (t == DOOR and st != OPEN))
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def clear_grid(s, i):  # type: ignore[no-untyped-def]
     s.grid[i, :, :, 0] = EMPTY
     s.grid[i, :, :, 1] = 0
@@ -77,14 +80,14 @@ def clear_grid(s, i):  # type: ignore[no-untyped-def]
     s.step_count[i] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def put(s, i, x, y, t, c, st):  # type: ignore[no-untyped-def]
     s.grid[i, x, y, 0] = t
     s.grid[i, x, y, 1] = c
     s.grid[i, x, y, 2] = st
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def wall_rect(s, i, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``Grid.wall_rect``: the outline of a rectangle in grey walls."""
     for x in range(x0, x0 + w):
@@ -95,19 +98,19 @@ def wall_rect(s, i, x0, y0, w, h):  # type: ignore[no-untyped-def]
         put(s, i, x0 + w - 1, y, WALL, GREY, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def vert_wall(s, i, x, y0, length):  # type: ignore[no-untyped-def]
     for y in range(y0, y0 + length):
         put(s, i, x, y, WALL, GREY, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def horz_wall(s, i, x0, y, length):  # type: ignore[no-untyped-def]
     for x in range(x0, x0 + length):
         put(s, i, x, y, WALL, GREY, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def try_place_obj(s, i, width, height, x0, y0, w, h, max_tries):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.place_obj``'s search: draw x then y in the rectangle (its top clamped to
     the grid) until an empty cell that is not the agent's; returns the cell as
@@ -129,13 +132,13 @@ def try_place_obj(s, i, width, height, x0, y0, w, h, max_tries):  # type: ignore
         return x * 65536 + y
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_obj(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.place_obj`` without a limit of tries: the cell as ``x * 65536 + y``."""
     return try_place_obj(s, i, width, height, x0, y0, w, h, -1)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``place_obj`` with ``roomgrid.reject_next_to``: not within Manhattan distance 1 of
     the agent."""
@@ -145,7 +148,7 @@ def place_obj_not_next_to_agent(s, i, width, height, x0, y0, w, h):  # type: ign
             return xy
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.place_agent``: an empty cell, then a direction in [0, 4)."""
     s.agent_x[i] = -1
@@ -157,7 +160,7 @@ def place_agent(s, i, width, height, x0, y0, w, h):  # type: ignore[no-untyped-d
 
 
 # --------------------------------------------------------------------------- rules
-@perenv.rule
+@perenv.rule(inline=False)
 def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.step`` for row ``i``: returns ``(reward, terminated)``."""
     s.step_count[i] += 1
@@ -181,7 +184,7 @@ def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     return reward, terminated
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def forward(p, s, i, fx, fy):  # type: ignore[no-untyped-def]
     """``Actions.forward``: into the cell ahead ``(fx, fy)`` if it can be overlapped; a
     goal ends the episode with ``1 - 0.9 * step_count / max_steps``, lava with 0.
@@ -195,7 +198,7 @@ def forward(p, s, i, fx, fy):  # type: ignore[no-untyped-def]
     return 0.0, t == LAVA
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def pickup(s, i, fx, fy):  # type: ignore[no-untyped-def]
     """``Actions.pickup``: an object ahead that can be picked up goes into empty hands
     (with what it contains) and leaves its cell empty."""
@@ -211,7 +214,7 @@ def pickup(s, i, fx, fy):  # type: ignore[no-untyped-def]
         s.contains[i, fx, fy, 1] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def drop(s, i, fx, fy):  # type: ignore[no-untyped-def]
     """``Actions.drop``: what the agent carries goes into the empty cell ahead."""
     if s.grid[i, fx, fy, 0] == EMPTY and s.carry[i, 0] != 0:
@@ -221,7 +224,7 @@ def drop(s, i, fx, fy):  # type: ignore[no-untyped-def]
         s.carry[i] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def toggle(s, i, fx, fy):  # type: ignore[no-untyped-def]
     """``Actions.toggle`` on the cell ahead: ``Door.toggle`` (a locked door opens for a key
     of its colour; an unlocked one opens or closes) and ``Box.toggle`` (the box is replaced
@@ -244,7 +247,7 @@ def toggle(s, i, fx, fy):  # type: ignore[no-untyped-def]
         s.contains[i, fx, fy, 1] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.gen_obs()["image"]``: the 7x7x3 egocentric view, indexed ``[x, y]``
     of the view (the agent at ``(3, 6)`` facing up), with ``see_through_walls=False``
@@ -254,7 +257,7 @@ def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
     show_carried(s, i, obs)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def gather_view(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``Grid.slice`` + ``rotate_left``: the cells of the view into ``obs``, outside the
     grid as grey wall."""
@@ -281,7 +284,7 @@ def gather_view(p, s, i, obs):  # type: ignore[no-untyped-def]
                 obs[vx, vy, 2] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def visible_cells(p, obs):  # type: ignore[no-untyped-def]
     """``Grid.process_vis``: the cells of the view the agent sees, as a mask packed in one
     int (bit ``x * 7 + y``); light spreads from the agent's cell, row by row away from it,
@@ -297,7 +300,7 @@ def visible_cells(p, obs):  # type: ignore[no-untyped-def]
     return mask
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def spread_visibility(obs, mask, x, j, nx):  # type: ignore[no-untyped-def]
     """One step of ``Grid.process_vis``: a visible cell ``(x, j)`` that can be seen behind
     makes its neighbour ``(nx, j)`` visible, and on the row beyond, ``(nx, j - 1)`` and
@@ -313,7 +316,7 @@ def spread_visibility(obs, mask, x, j, nx):  # type: ignore[no-untyped-def]
     return mask
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def hide_unseen(obs, mask):  # type: ignore[no-untyped-def]
     """The cells outside ``mask`` (:func:`visible_cells`) become ``(UNSEEN, 0, 0)``."""
     for x in range(VIEW):
@@ -324,7 +327,7 @@ def hide_unseen(obs, mask):  # type: ignore[no-untyped-def]
                 obs[x, j, 2] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def show_carried(s, i, obs):  # type: ignore[no-untyped-def]
     """The agent's cell of the view shows what it carries (or nothing)."""
     c = VIEW // 2
@@ -338,7 +341,7 @@ def show_carried(s, i, obs):  # type: ignore[no-untyped-def]
         obs[c, VIEW - 1, 2] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def observe_full(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``FullyObsWrapper``'s image: the whole grid encoded, the agent's cell
     ``(AGENT, red, dir)``."""
@@ -352,7 +355,7 @@ def observe_full(p, s, i, obs):  # type: ignore[no-untyped-def]
     obs[s.agent_x[i], s.agent_y[i], 2] = s.agent_dir[i]
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def observe_env(p, s, i, obs):  # type: ignore[no-untyped-def]
     """The observation the env was made with: ``ImgObsWrapper``'s image (``p.full_view``
     False) or ``FullyObsWrapper``'s."""

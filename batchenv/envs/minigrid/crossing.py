@@ -132,7 +132,7 @@ class BatchCrossing(BatchMiniGrid):
             common.put(s, i, x, y, common.EMPTY, 0, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def river_limit(chosen, first, k, m, last):  # type: ignore[no-untyped-def]
     """The ``m``-th limit of one direction's rooms: 0, then the chosen rivers among
     candidates ``[first, first + k)`` in order (candidate ``first + c`` at ``2 + 2c``),

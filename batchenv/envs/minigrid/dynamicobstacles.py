@@ -127,7 +127,7 @@ class BatchDynamicObstacles(BatchMiniGrid):
         return reward, terminated
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def move_obstacles(p, s, i):  # type: ignore[no-untyped-def]
     """Each ball in turn to a free cell of the 3x3 block around it (not the agent's), if
     ``place_obj`` finds one within its tries."""

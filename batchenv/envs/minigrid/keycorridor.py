@@ -103,7 +103,7 @@ class BatchKeyCorridor(BatchMiniGrid):
         return reward, terminated
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def room_grid(p, s, i):  # type: ignore[no-untyped-def]
     """``RoomGrid._gen_grid``: every room's walls, a door position in each right and
     bottom wall that has a neighbour behind, the agent parked at the centre facing right."""
@@ -125,7 +125,7 @@ def room_grid(p, s, i):  # type: ignore[no-untyped-def]
     s.agent_dir[i] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def has_neighbour(p, k, j, wall):  # type: ignore[no-untyped-def]
     if wall == RIGHT_WALL:
         return k < COLS - 1
@@ -136,7 +136,7 @@ def has_neighbour(p, k, j, wall):  # type: ignore[no-untyped-def]
     return j > 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def door_cell(p, s, i, k, j, wall):  # type: ignore[no-untyped-def]
     """Room (k, j)'s door position on ``wall`` as ``x * 65536 + y`` (it has a neighbour
     there)."""
@@ -152,24 +152,24 @@ def door_cell(p, s, i, k, j, wall):  # type: ignore[no-untyped-def]
     return s.door_x[i, j, k] * 65536 + j * step + step
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def neighbour_k(k, wall):  # type: ignore[no-untyped-def]
     return k + 1 if wall == RIGHT_WALL else (k - 1 if wall == LEFT_WALL else k)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def neighbour_j(j, wall):  # type: ignore[no-untyped-def]
     return j + 1 if wall == DOWN_WALL else (j - 1 if wall == UP_WALL else j)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def link(s, i, k, j, wall):  # type: ignore[no-untyped-def]
     """Mark the passage both ways (room.doors[wall] and the neighbour's opposite)."""
     s.links[i, j, k, wall] = 1
     s.links[i, neighbour_j(j, wall), neighbour_k(k, wall), (wall + 2) % 4] = 1
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def add_door(p, s, i, k, j, wall, color, locked):  # type: ignore[no-untyped-def]
     """``RoomGrid.add_door`` with its wall, colour and lock given."""
     s.locked[i, j, k] = locked
@@ -179,7 +179,7 @@ def add_door(p, s, i, k, j, wall, color, locked):  # type: ignore[no-untyped-def
     link(s, i, k, j, wall)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def remove_wall(p, s, i, k, j, wall):  # type: ignore[no-untyped-def]
     """``RoomGrid.remove_wall``: the inner cells of one wall of room (k, j) emptied."""
     step = p.room_size - 1
@@ -197,7 +197,7 @@ def remove_wall(p, s, i, k, j, wall):  # type: ignore[no-untyped-def]
     link(s, i, k, j, wall)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def add_object(p, s, i, k, j, kind, color):  # type: ignore[no-untyped-def]
     """``RoomGrid.add_object`` (kind and colour given): a cell of room (k, j) not next to
     the agent."""
@@ -207,7 +207,7 @@ def add_object(p, s, i, k, j, kind, color):  # type: ignore[no-untyped-def]
     common.put(s, i, xy // 65536, xy % 65536, kind, color, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_agent(p, s, i, k, j):  # type: ignore[no-untyped-def]
     """``RoomGrid.place_agent(k, j)``: redrawn until it faces an empty cell or a wall."""
     step = p.room_size - 1
@@ -220,7 +220,7 @@ def place_agent(p, s, i, k, j):  # type: ignore[no-untyped-def]
             return
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def reachable(p, s, i, k, j):  # type: ignore[no-untyped-def]
     """The rooms reachable from room (k, j) through doors and removed walls, as bits
     ``j * COLS + k``."""
@@ -241,7 +241,7 @@ def reachable(p, s, i, k, j):  # type: ignore[no-untyped-def]
     return reach
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def connect_all(p, s, i):  # type: ignore[no-untyped-def]
     """``RoomGrid.connect_all``: closed doors of random colours between random rooms until
     every room is reachable from the agent's (never into a locked room)."""

@@ -103,7 +103,7 @@ class BatchMultiRoom(BatchMiniGrid):
         common.put(s, i, xy // 65536, xy % 65536, common.GOAL, common.GREEN, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def door_color(s, i, previous):  # type: ignore[no-untyped-def]
     """``_rand_elem(sorted(set(COLOR_NAMES) - {previous}))`` (every colour for the first
     door, ``previous == -1``)."""
@@ -119,7 +119,7 @@ def door_color(s, i, previous):  # type: ignore[no-untyped-def]
     return previous  # (unreachable)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_rooms(p, s, i, num_rooms):  # type: ignore[no-untyped-def]
     """One attempt of ``_gen_grid``'s loop: the first room's corner, then ``_placeRoom``'s
     chain into ``rooms[i, TRYING]``; returns how many rooms it placed."""
@@ -161,7 +161,7 @@ def place_rooms(p, s, i, num_rooms):  # type: ignore[no-untyped-def]
     return placed
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place_room(p, s, i, r, entry_wall, door_x, door_y):  # type: ignore[no-untyped-def]
     """``_placeRoom``'s own part for room ``r``: its size, its corner against the entry
     door; False when it leaves the grid or meets a room before its parent."""

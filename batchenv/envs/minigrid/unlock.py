@@ -120,7 +120,7 @@ class BatchBlockedUnlockPickup(BatchUnlockPickup):
         locked_door_key_agent(p, s, i, door_y, True)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def rooms(s, i):  # type: ignore[no-untyped-def]
     """RoomGrid._gen_grid for 1x2 rooms: walls, the door row, the agent parked at the
     centre; returns the door's row."""
@@ -133,7 +133,7 @@ def rooms(s, i):  # type: ignore[no-untyped-def]
     return door_y
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def locked_door_key_agent(p, s, i, door_y, blocked):  # type: ignore[no-untyped-def]
     """add_door(0, 0, 0, locked=True), (``blocked``: a ball of a random colour in front of
     the door,) add_object(0, 0, "key", door colour), place_agent(0, 0)."""

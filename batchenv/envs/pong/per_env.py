@@ -379,13 +379,13 @@ if perenv.numba_available():  # compiled: the choices are made on the argument t
     from numba import types
     from numba.extending import overload
 
-    @overload(paddle_actions, inline="always")
+    @overload(paddle_actions)  # (not inline="always": numba issue #9778, perenv.rule)
     def _paddle_actions_compiled(action):  # type: ignore[no-untyped-def]  # (numba: no hints)
         if isinstance(action, types.Integer):
             return lambda action: (action, 0)
         return lambda action: (action[0], action[1])
 
-    @overload(observe_into, inline="always")
+    @overload(observe_into)
     def _observe_into_compiled(k, g, s, i, obs):  # type: ignore[no-untyped-def]
         if obs.ndim == 1:  # a vector: the state (one observation type per compiled loop)
             return lambda k, g, s, i, obs: observe_state(k, s, i, obs)
