@@ -13,8 +13,10 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import re
 import threading
 import traceback
+import types
 from collections.abc import Callable
 from pathlib import Path
 from sys import getrefcount
@@ -191,12 +193,19 @@ class Loops:
         except TypingError as e:
             if cached:
                 raise
-            raise TypeError(_typing_error(self.cls, e)) from e
+            kernels = tuple(getattr(k, "py_func", k) for k in self.kernels)
+            raise TypeError(_typing_error(self.cls, e, kernels)) from e
 
 
-def _typing_error(cls: type, e: Exception) -> str:
+def _typing_error(cls: type, e: Exception, kernels: tuple[Any, ...] = ()) -> str:
     """numba's typing error, with what to do when a kernel calls a plain Python function."""
     text = str(e)
+    undefined = re.search(r"NameError: name '([^']+)' is not defined", text)
+    if undefined and any(isinstance(getattr(k, "__globals__", {}).get(undefined[1]),
+                                    types.FunctionType) for k in kernels):
+        return (f"{cls.__name__}: a per-env kernel calls {undefined[1]}(), a plain Python "
+                f"function numba cannot compile: decorate it with @perenv.rule (or "
+                f"@numba.njit). numba said:\n{text}")
     marker = "Untyped global name '"
     if marker in text:
         name = text.split(marker, 1)[1].split("'", 1)[0]

@@ -382,7 +382,18 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
                                            "call reset() first")
             if self._form.fused:  # the whole step in one pass, the actions' check included
                 return cast(Any, self._form.step(self, actions))
-            return self._step_kernels(actions)
+            if not self._form.checked:
+                return self._step_kernels(actions)
+            # debug mode: a checked kernel restores its own pass; the passes before it in
+            # this step (the step's, the base class's) are undone from this copy
+            rows = np.arange(self.num_envs)
+            before = take_rows(self.state, rows)
+            try:
+                return self._step_kernels(actions)
+            except BaseException as e:
+                if getattr(e, "batch_restored", False):
+                    put_rows(self.state, rows, before)
+                raise
         except BaseException as e:
             self._fault(e)
             raise

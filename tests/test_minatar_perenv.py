@@ -111,7 +111,7 @@ def test_copies_pickles_and_debug_mode_step_alike(cls):
     act = np.arange(15) % env.single_action_space.n
     for copy_of in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
         twin = copy_of(env)
-        assert twin.kernels == "numba" and twin._per_env is not None
+        assert twin.kernels == "numba" and twin.kernel_form.kind == "numba"
         assert_same_step(env.step(act), twin.step(act), "after copy")
         assert_same_state(env, twin, "after copy")
     # debug: the loops under the kernel checks, which must neither raise nor change a thing
@@ -130,14 +130,14 @@ def test_observe_env_writes_every_cell_of_any_buffer(cls):
         obs, *_ = env.step(rng.integers(0, env.single_action_space.n, 24))
     rows = np.array([3, 7, 8, 20])
     clean = np.zeros((4, *env.single_observation_space.shape), dtype=bool)
-    env.observe(take_rows(env.state, rows), clean)
+    env.kernel_form.observe(env, take_rows(env.state, rows), clean)
     np.testing.assert_array_equal(clean, obs[rows])
     dirty = np.ones_like(clean)
-    env.observe(take_rows(env.state, rows), dirty)
+    env.kernel_form.observe(env, take_rows(env.state, rows), dirty)
     np.testing.assert_array_equal(dirty, clean)
     raw = np.ones(clean.size + 1, dtype=bool)
     offset = raw[1:].reshape(clean.shape)
-    env.observe(take_rows(env.state, rows), offset)
+    env.kernel_form.observe(env, take_rows(env.state, rows), offset)
     np.testing.assert_array_equal(offset, clean)
 
 
@@ -146,7 +146,8 @@ def test_kernels_argument():
     assert BatchBreakout(4, kernels="python").kernels == "python"
     assert BatchBreakout(4, num_threads=2).num_threads == 2
     with pytest.raises(ValueError, match=r"kernels='numpy': BatchBreakout has only per-env "
-                                         r"kernels; use 'auto', 'numba' or 'python'"):
+                                         r"kernels \(reset_env, step_env, observe_env\); use "
+                                         r"'auto', 'numba' or 'python'"):
         BatchBreakout(4, kernels="numpy")
     with pytest.raises(ValueError, match="kernels must be one of"):
         BatchBreakout(4, kernels="cuda")

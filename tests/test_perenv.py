@@ -484,7 +484,7 @@ def test_kernel_views_need_state_views_and_names_of_their_own():
         Clash(4, kernels="python")
 
 
-@perenv.rule
+@perenv.rule(inline=False)  # (a function of its own, compiled per type)
 def _fall(p, s, i):  # a rule over the whole state: numba compiles it per type of s and p
     s.ball_y[i] += 1
     return s.ball_y[i] >= H - 1

@@ -16,6 +16,7 @@ import batchenv
 from batchenv import perenv
 from batchenv.forms import KernelError
 from batchenv.testing import check_env
+from batchenv.testing.contract import ContractError
 
 pytest.importorskip("numba")
 
@@ -121,7 +122,7 @@ class Mover(batchenv.BatchEnv):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_box_actions_step_once_and_are_clipped(threads):
     env = Mover(N, num_threads=threads)
-    ref = Mover(N, kernels="python")
+    ref = Mover(N)  # (one thread; the Python form computes float32 * a float in float32)
     env.reset(seed=0)
     ref.reset(seed=0)
     rng = np.random.default_rng(1)
@@ -202,9 +203,10 @@ def test_the_checked_form_names_env_kernel_and_line_and_restores_the_batch(kerne
 
 
 def test_check_env_reports_a_write_into_another_env():
-    result = check_env(lambda n: Mistaken(n, mistake=1))
-    assert not result.passed
-    assert "step_env" in str(result) and "env index" in str(result)
+    with pytest.raises(ContractError) as e:
+        check_env(lambda n: Mistaken(n, mistake=1))
+    assert "step_env" in str(e.value) and "env index" in str(e.value)
+    assert "MISTAKE 1" in str(e.value)  # the author's line
 
 
 # ------------------------------------------------------------------ the rest
@@ -275,28 +277,32 @@ class Dividing(Stepper):
     @staticmethod
     def step_env(p, s, i, action):
         s.steps[i] += 1
-        if i == 2 and s.steps[i] == 2:
-            raise ZeroDivisionError("env 2 divides by zero")
+        s.total[i] += action
+        if s.total[i] == 3 and s.steps[i] == 2:  # (env 2 below; debug mode runs each env
+            raise ZeroDivisionError("env 2 divides by zero")  # on a copy of its row: no i)
         return 0.0, False
+
+
+FIRST = np.array([0, 0, 3, 0])  # env 2's total 3 after its first step
 
 
 @pytest.mark.parametrize("kernels", ["numba", "python"])
 def test_a_kernel_that_raises_leaves_the_env_refusing_steps_until_reset(kernels):
     env = Dividing(4, kernels=kernels)
     env.reset(seed=0)
-    env.step(np.zeros(4, dtype=np.int64))
+    env.step(FIRST)
     with pytest.raises(ZeroDivisionError):
         env.step(np.zeros(4, dtype=np.int64))
     with pytest.raises(batchenv.StepBeforeResetError, match="half-changed; call reset"):
         env.step(np.zeros(4, dtype=np.int64))
     env.reset(seed=0)
-    env.step(np.zeros(4, dtype=np.int64))  # steps again
+    env.step(FIRST)  # steps again
 
 
 def test_in_debug_mode_a_kernel_that_raises_leaves_the_batch_unchanged():
     env = Dividing(4, debug=True)
     env.reset(seed=0)
-    env.step(np.zeros(4, dtype=np.int64))
+    env.step(FIRST)
     before = env.get_state()
     with pytest.raises(KernelError, match="env index 2") as e:
         env.step(np.zeros(4, dtype=np.int64))

@@ -128,33 +128,3 @@ def test_copy_false_canvas_stays_read_only():
     assert obs2 is obs and not obs.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         obs[0, 0, 0] = 1
-
-
-class _UncachedPong(BatchPong):
-    """BatchPong's kernels in loops of their own (numba shows no code it loaded from the
-    compile cache: this class compiles them, the cache off)."""
-
-
-def test_the_compiled_step_calls_no_other_function(monkeypatch):
-    """The fused step of BatchPong's per-env kernels is one function: every rule inlined.
-    A rule left a call (LLVM's inliner declined it: it happened to `substep` once) passes
-    `p` and the state's namedtuple by value, dozens of words, in every env's pass, and
-    made the step several times slower with the same results; `@perenv.rule(inline=True)`
-    on the large rules prevents it."""
-    import re
-
-    monkeypatch.setenv("BATCHENV_CACHE_DIR", "")
-    env = _UncachedPong(8, kernels="numba")
-    env.reset(seed=0)
-    env.step(np.zeros(8, dtype=np.int64))
-    loop = env._per_env.loops["run"]
-    asm = loop.inspect_asm(loop.signatures[-1])
-    body, current = [], None  # the lines of `run` itself, not of its Python wrapper
-    for line in asm.splitlines():
-        if re.match(r"^[_A-Za-z][\w.$]*:$", line):
-            current = line
-        elif current is not None and "3runB" in current and not current.startswith(
-                ("_ZN7cpython", "cfunc")):
-            body.append(line)
-    assert body, "the compiled run function was not found in the assembly"
-    assert not [line for line in body if re.search(r"\bcall", line)]
