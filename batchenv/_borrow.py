@@ -92,11 +92,11 @@ def _install_borrow(pointers: list[Any], as_pointer: Any) -> None:
     from numba.extending import overload, register_jitable
 
     @register_jitable
-    def c_view(a):  # type: ignore[no-untyped-def]
+    def c_view(a):
         return numba.carray(as_pointer(a.ctypes), a.shape)
 
     @overload(borrow)
-    def _borrow(a):  # type: ignore[no-untyped-def]  # (numba compares the signatures)
+    def _borrow(a):  # (numba compares the signatures)
         if isinstance(a, types.Array) and a.layout == "C" and a.mutable \
                 and types.CPointer(a.dtype) in pointers:
             return lambda a: c_view(a)
@@ -108,7 +108,7 @@ def _install_borrow(pointers: list[Any], as_pointer: Any) -> None:
         return lambda a: a
 
     @overload(borrow_all)
-    def _borrow_all(values):  # type: ignore[no-untyped-def]
+    def _borrow_all(values):
         # halves, so that numba's typing recurses log2(len) deep, not len
         if len(values) == 0:
             return lambda values: ()
@@ -125,11 +125,11 @@ def _install_words(as_voidptr: Any) -> None:
     from numba.extending import overload
 
     @overload(words)
-    def _words(a):  # type: ignore[no-untyped-def]
+    def _words(a):
         if not (isinstance(a, types.Array) and a.layout == "C"):
             raise TypingError(f"perenv.words needs a C-contiguous array, got {a}")
 
-        def view(a):  # type: ignore[no-untyped-def]
+        def view(a):
             return numba.carray(as_voidptr(a.ctypes), (a.size * a.itemsize // 8,), np.uint64)
 
         return view
@@ -170,7 +170,7 @@ def _install_first_bad_action() -> None:
     rows = register_jitable(_first_bad_row)
 
     @overload(first_bad_action)  # (not inline="always": numba issue #9778, perenv.rule)
-    def _first_bad(action, low, high, lo, hi):  # type: ignore[no-untyped-def]
+    def _first_bad(action, low, high, lo, hi):
         if not isinstance(action.dtype, types.Integer):
             return lambda action, low, high, lo, hi: -1
         if action.ndim == 1:  # Discrete

@@ -69,7 +69,7 @@ def tuple_class(kind: str, names: tuple[str, ...]) -> Any:
         if made is None:
             digest = hashlib.sha256(repr(names).encode()).hexdigest()[:12]
             name = f"Kernel{kind}_{digest}"
-            made = collections.namedtuple(name, names)  # type: ignore[misc]
+            made = collections.namedtuple(name, names)  # type: ignore[misc, no-redef]
             made.__module__ = __name__
             globals()[name] = _TUPLES[(kind, names)] = made
     return made
@@ -127,7 +127,7 @@ class Loops:
         from batchenv import _borrow
 
         _borrow.install()
-        options = {**_OPTIONS, "boundscheck": self.checked}
+        options: dict[str, Any] = {**_OPTIONS, "boundscheck": self.checked}
         inner = numba.njit(inline="always", **options)
         cached = self._from_cache(inner, numba.njit(cache=True, **options), options)
         failed: Exception | None = None
@@ -247,7 +247,7 @@ class _Widened(np.ndarray):
 
     def __getitem__(self, key: Any) -> Any:
         value = np.ndarray.__getitem__(self, key)
-        wider = _WIDER.get(type(value))  # type: ignore[call-overload]
+        wider = _WIDER.get(type(value))
         return value if wider is None else wider(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -397,7 +397,7 @@ class PerEnvForm(KernelForm):
         before = to_records(s)
         rows = np.flatnonzero(args[3][:len(s)]) if op == RESET else range(len(s))
         for i in rows:
-            copy_row(one, 0, s, i)
+            copy_row(one, 0, s, int(i))
             row_args = (args[0], self.fields(one), op, self.every[:1],
                         args[4][i:i + 1] if len(args[4]) > 1 else args[4], args[5], args[6],
                         *(a[i:i + 1] for a in args[7:10]),
@@ -410,7 +410,7 @@ class PerEnvForm(KernelForm):
                 from_records(s, before)
                 raise self._located(env, e, op, int(i), take_rows(s, np.array([i])),
                                     row_args) from e
-            copy_row(s, i, one, 0)
+            copy_row(s, int(i), one, 0)
 
     def _one_row(self, s: State) -> State:
         from batchenv.state import take_rows

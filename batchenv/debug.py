@@ -118,8 +118,8 @@ def _global_mt_words() -> Callable[[], np.ndarray]:
     def words_in_place() -> np.ndarray:
         # the struct starts with the 624 key words and the position (numpy's mt19937.h)
         address = get_bit_generator().ctypes.state_address
-        return np.frombuffer((ctypes.c_uint32 * 625).from_address(address),
-                             dtype=np.uint32).copy()
+        words = (ctypes.c_uint32 * 625).from_address(address)
+        return np.frombuffer(memoryview(words), dtype=np.uint32).copy()
 
     return words_in_place
 

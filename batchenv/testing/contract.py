@@ -594,7 +594,7 @@ def check_box_action_bounds(c: _Context) -> None:
         seen.append(np.array(act))
         return kernel(env, s, act, rng)
 
-    form.step_envs = recording  # type: ignore[method-assign]
+    form.step_envs = recording
     before = env.unwrapped.get_state()
     try:
         if policy == "raise":
