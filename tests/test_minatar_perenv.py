@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from batchenv import perenv  # noqa: E402
+from batchenv import forms  # noqa: E402
 from batchenv.envs.minatar import (  # noqa: E402
     BatchAsterix,
     BatchBreakout,
@@ -159,7 +159,7 @@ def test_without_numba_the_kernels_run_as_python_with_one_warning(monkeypatch):
     class Breakout(BatchBreakout):  # (a class of its own: the warning is once per class)
         pass
 
-    monkeypatch.setattr(perenv, "numba_available", lambda: False)
+    monkeypatch.setattr(forms, "numba_available", lambda: False)
     with pytest.warns(UserWarning, match=r"Breakout: numba is not installed, so its per-env "
                                          r"kernels run as a Python loop"):
         env = Breakout(5)
