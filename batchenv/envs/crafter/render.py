@@ -249,12 +249,12 @@ def object_texture(s: Any, i: int, who: int) -> int:
     if who == 0:
         return 0
     if who == 1:
-        return _SLEEP_TEX if s.sleeping[i] else _PLAYER_TEX + s.facing[i]
+        return _SLEEP_TEX if s.sleeping[i] else _PLAYER_TEX + np.int64(s.facing[i])
     k = who - 2
     kind = s.kind[i, k]
     tex = _KIND_TEX[kind]
     if kind == ARROW:
-        tex += s.obj_dir[i, k]
+        tex += np.int64(s.obj_dir[i, k])
     elif kind == PLANT and s.obj_timer[i, k] > 300:
         tex += 1
     return tex
@@ -277,7 +277,7 @@ def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping:
     p = 0
     for y in range(_WORLD_PX_H):
         for x in range(_WORLD_PX_W):
-            c0, c1, c2 = int(obs[y, x, 0]), int(obs[y, x, 1]), int(obs[y, x, 2])
+            c0, c1, c2 = np.int64(obs[y, x, 0]), np.int64(obs[y, x, 1]), np.int64(obs[y, x, 2])
             if noisy:
                 if p % 4 == 0:
                     w = mix(key + np.uint64(p // 4) * _GOLDEN)
@@ -320,7 +320,7 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     sleeping = s.sleeping[i]
     level = p.day_level[step] if 0 <= step <= LENGTH and not sleeping else -1
     by_table = level >= 0
-    px, py = int(s.player_x[i]), int(s.player_y[i])
+    px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     for gy in range(_VH):
         for gx in range(_VW):
             x, y = px + gx - _OFFSET_X, py + gy - _OFFSET_Y
@@ -377,19 +377,19 @@ def observe_symbolic(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     facing one-hot (left, right, up, down), the daylight and 1 while asleep."""
     for j in range(SYMBOLIC_SIZE):
         obs[j] = 0
-    px, py = int(s.player_x[i]), int(s.player_y[i])
+    px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     for gy in range(_VH):
         for gx in range(_VW):
             x, y = px + gx - _OFFSET_X, py + gy - _OFFSET_Y
             if 0 <= x < AREA and 0 <= y < AREA:
                 at = (gy * _VW + gx) * CELL_CHANNELS
-                m = s.mat[i, x, y]
+                m = np.int64(s.mat[i, x, y])
                 if m > 0:
                     obs[at + m - 1] = 1
-                who = s.occ[i, x, y]
+                who = np.int64(s.occ[i, x, y])
                 if who >= 2:
                     k = who - 2
-                    kind = s.kind[i, k]
+                    kind = np.int64(s.kind[i, k])
                     ch = kind - 1
                     if kind == PLANT and s.obj_timer[i, k] > 300:
                         ch += 1
@@ -398,7 +398,7 @@ def observe_symbolic(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     for k in range(len(ITEMS)):
         obs[at + k] = s.inventory[i, k] / 9
     at += len(ITEMS)
-    obs[at + s.facing[i]] = 1
+    obs[at + np.int64(s.facing[i])] = 1
     obs[at + 4] = daylight(s.step[i])
     obs[at + 5] = 1 if s.sleeping[i] else 0
 

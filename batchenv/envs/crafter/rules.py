@@ -138,7 +138,7 @@ def toward(x: int, y: int, tx: int, ty: int, long_axis: bool) -> tuple[int, int]
 @perenv.rule
 def distance_to_player(s: Any, i: int, x: int, y: int) -> int:
     """``Object.distance``: the L1 distance from (x, y) to the player."""
-    return abs(int(s.player_x[i]) - x) + abs(int(s.player_y[i]) - y)
+    return abs(np.int64(s.player_x[i]) - x) + abs(np.int64(s.player_y[i]) - y)
 
 
 @perenv.rule
@@ -156,7 +156,7 @@ def hurt(s: Any, i: int, who: int, damage: int) -> None:
 def move(s: Any, i: int, k: int, dx: int, dy: int, walkable: np.ndarray) -> bool:
     """``Object.move``: step slot ``k`` by (dx, dy) if the cell is free; True when it was
     free (also for a removed object, which stays where it was: ``World.move`` ignores it)."""
-    x, y = int(s.obj_x[i, k]) + dx, int(s.obj_y[i, k]) + dy
+    x, y = np.int64(s.obj_x[i, k]) + dx, np.int64(s.obj_y[i, k]) + dy
     if is_free(s, i, x, y, walkable):
         move_object(s, i, k, x, y)
         return True
@@ -169,7 +169,7 @@ def player_move(s: Any, i: int, d: int) -> None:
     """``Player._move``: face direction ``d``, step if the cell is free (lava too), die on
     lava."""
     s.facing[i] = d
-    x, y = int(s.player_x[i]), int(s.player_y[i])
+    x, y = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     tx, ty = x + DIR_X[d], y + DIR_Y[d]
     if is_free(s, i, tx, ty, PLAYER_WALKABLE):
         s.occ[i, x, y] = 0
@@ -257,7 +257,7 @@ def near(s: Any, i: int, material: int) -> bool:
     """``material in World.nearby(player.pos, 1)[0]``: the 3x3 cells around the player, as
     numpy slices them (``x - 1: x + 2``): at x = 0 the start -1 counts from the end and the
     slice is empty, so nothing is near a player on the world's first row or column."""
-    x, y = int(s.player_x[i]), int(s.player_y[i])
+    x, y = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     if x < 1 or y < 1:
         return False
     for u in range(x - 1, min(x + 2, AREA)):
@@ -334,10 +334,10 @@ def update_player(s: Any, i: int, action: int) -> None:
     """``Player.update``: the action on the facing cell (or waking up), then vitals,
     inventory caps (0-9), and waking when hurt."""
     f = s.facing[i]
-    tx, ty = int(s.player_x[i]) + DIR_X[f], int(s.player_y[i]) + DIR_Y[f]
+    tx, ty = np.int64(s.player_x[i]) + DIR_X[f], np.int64(s.player_y[i]) + DIR_Y[f]
     inside = 0 <= tx < AREA and 0 <= ty < AREA
-    material = int(s.mat[i, tx, ty]) if inside else 0
-    who = int(s.occ[i, tx, ty]) if inside else 0
+    material = np.int64(s.mat[i, tx, ty]) if inside else 0
+    who = np.int64(s.occ[i, tx, ty]) if inside else 0
     if s.sleeping[i]:
         if s.inventory[i, ENERGY] < ITEM_MAX:
             action = SLEEP
@@ -387,15 +387,15 @@ def update_zombie(s: Any, i: int, k: int) -> None:
     random; next to the player it strikes (2 damage, 7 on a sleeper) every 6th step."""
     if s.obj_health[i, k] <= 0:
         remove_object(s, i, k)
-    x, y = int(s.obj_x[i, k]), int(s.obj_y[i, k])
-    px, py = int(s.player_x[i]), int(s.player_y[i])
+    x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
+    px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     if distance_to_player(s, i, x, y) <= 8 and perenv.random(s, i) < 0.9:
         dx, dy = toward(x, y, px, py, perenv.random(s, i) < 0.8)
     else:
         d = perenv.integers(s, i, 0, 4)
         dx, dy = DIR_X[d], DIR_Y[d]
     move(s, i, k, dx, dy, WALKABLE)
-    if distance_to_player(s, i, int(s.obj_x[i, k]), int(s.obj_y[i, k])) <= 1:
+    if distance_to_player(s, i, np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])) <= 1:
         if s.obj_timer[i, k] > 0:  # cooldown
             s.obj_timer[i, k] -= 1
         else:
@@ -410,7 +410,7 @@ def shoot(s: Any, i: int, k: int, dx: int, dy: int) -> None:
         return
     if dx == 0 and dy == 0:
         return
-    x, y = int(s.obj_x[i, k]) + dx, int(s.obj_y[i, k]) + dy
+    x, y = np.int64(s.obj_x[i, k]) + dx, np.int64(s.obj_y[i, k]) + dy
     if is_free(s, i, x, y, ARROW_WALKABLE):
         # facing index: (-1, 0) left 0, (1, 0) right 1, (0, -1) up 2, (0, 1) down 3
         d = (0 if dx < 0 else 1) if dx != 0 else (2 if dy < 0 else 3)
@@ -426,8 +426,8 @@ def update_skeleton(s: Any, i: int, k: int) -> None:
     if s.obj_health[i, k] <= 0:
         remove_object(s, i, k)
     s.obj_timer[i, k] = max(0, s.obj_timer[i, k] - 1)  # reload
-    x, y = int(s.obj_x[i, k]), int(s.obj_y[i, k])
-    px, py = int(s.player_x[i]), int(s.player_y[i])
+    x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
+    px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     dist = distance_to_player(s, i, x, y)
     if dist <= 3:
         dx, dy = toward(x, y, px, py, perenv.random(s, i) < 0.6)
@@ -449,13 +449,13 @@ def update_arrow(s: Any, i: int, k: int) -> None:
     """``Arrow.update``: hits what is on the next cell (2 damage) and is gone, or is gone on
     a material it cannot fly over (breaking a table or furnace to path), or flies on."""
     d = s.obj_dir[i, k]
-    x, y = int(s.obj_x[i, k]) + DIR_X[d], int(s.obj_y[i, k]) + DIR_Y[d]
+    x, y = np.int64(s.obj_x[i, k]) + DIR_X[d], np.int64(s.obj_y[i, k]) + DIR_Y[d]
     who = occupant(s, i, x, y)
     if who != 0:
         hurt(s, i, who, 2)
         remove_object(s, i, k)
         return
-    material = int(s.mat[i, x, y]) if 0 <= x < AREA and 0 <= y < AREA else 0
+    material = np.int64(s.mat[i, x, y]) if 0 <= x < AREA and 0 <= y < AREA else 0
     if not ARROW_WALKABLE[material]:
         remove_object(s, i, k)
         if material == TABLE or material == FURNACE:
@@ -469,7 +469,7 @@ def update_plant(s: Any, i: int, k: int) -> None:
     """``Plant.update``: grows (ripe after 300 steps); a zombie, skeleton or cow next to
     it eats it (1 damage: a sapling has 1 health)."""
     s.obj_timer[i, k] += 1  # grown
-    x, y = int(s.obj_x[i, k]), int(s.obj_y[i, k])
+    x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
     eaten = False
     for d in range(4):
         who = occupant(s, i, x + DIR_X[d], y + DIR_Y[d])
@@ -532,7 +532,7 @@ def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
             if (s.kind[i, k] == kind and xmin <= s.obj_x[i, k] < xmax
                     and ymin <= s.obj_y[i, k] < ymax):
                 if j == 0:
-                    x, y = int(s.obj_x[i, k]), int(s.obj_y[i, k])
+                    x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
                     if distance_to_player(s, i, x, y) >= despan_dist:
                         remove_object(s, i, k)
                     return
@@ -572,10 +572,10 @@ def step_world(s: Any, i: int, action: int) -> None:
     update_player(s, i, action)
     for k in range(n):
         if s.kind[i, k] != 0 and distance_to_player(
-                s, i, int(s.obj_x[i, k]), int(s.obj_y[i, k])) < UPDATE_DISTANCE:
+                s, i, np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])) < UPDATE_DISTANCE:
             update_object(s, i, k)
     if s.step[i] % 10 == 0:
         for j in range(s.n_chunks[i]):
-            balance_chunk(s, i, s.chunk_order[i, j], light)
+            balance_chunk(s, i, np.int64(s.chunk_order[i, j]), light)
     compact(s, i)
     s.noise_key[i] = perenv.bits(s, i) if light < 0.5 else np.uint64(0)

@@ -60,7 +60,7 @@ def enter_chunk(s: Any, i: int, c: int) -> None:
 def occupant(s: Any, i: int, x: int, y: int) -> int:
     """The object map at (x, y) (0 outside the world: ``World.__getitem__`` gives None)."""
     if 0 <= x < AREA and 0 <= y < AREA:
-        return int(s.occ[i, x, y])
+        return np.int64(s.occ[i, x, y])
     return 0
 
 
@@ -77,7 +77,7 @@ def is_free(s: Any, i: int, x: int, y: int, walkable: np.ndarray) -> bool:
 def add_object(s: Any, i: int, kind: int, x: int, y: int, direction: int) -> bool:
     """``World.add``: a new object of ``kind`` at (x, y), last in crafter's order, with its
     kind's health. False (and nothing added) when all :data:`CAPACITY` slots are taken."""
-    k = s.n_objects[i]
+    k = np.int64(s.n_objects[i])
     if k >= CAPACITY:
         return False
     s.n_objects[i] = k + 1
@@ -106,7 +106,7 @@ def move_object(s: Any, i: int, k: int, x: int, y: int) -> None:
     """``World.move`` of slot ``k`` to the free cell (x, y); a removed object stays put."""
     if s.kind[i, k] == NO_KIND:
         return
-    ox, oy = s.obj_x[i, k], s.obj_y[i, k]
+    ox, oy = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
     s.occ[i, ox, oy] = 0
     s.occ[i, x, y] = k + 2
     s.obj_x[i, k] = x
