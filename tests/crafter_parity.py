@@ -123,6 +123,7 @@ def record_of(ref: crafter.Env, dtype: np.dtype, key: int = 0, counter: int = 0,
     chunks = list(world._chunks)
     rec["chunk_order"][:len(chunks)] = [(x0 // 12) * 6 + y0 // 12 for x0, _, y0, _ in chunks]
     rec["n_chunks"] = len(chunks)
+    census(rec)
     rec["player_x"], rec["player_y"] = player.pos
     rec["facing"] = _FACING[tuple(int(v) for v in player.facing)]
     rec["sleeping"] = player.sleeping
@@ -137,9 +138,22 @@ def record_of(ref: crafter.Env, dtype: np.dtype, key: int = 0, counter: int = 0,
     return rec
 
 
+def census(rec: np.ndarray) -> None:
+    """The record's chunk census (``census``, ``grass``, ``path``) from its material map and
+    objects, as crafter counts them when it balances the chunks."""
+    rec["census"] = 0
+    for k in range(int(rec["n_objects"])):
+        column = {2: 0, 3: 1, 1: 2}.get(int(rec["kind"][k]))
+        if column is not None:
+            rec["census"][(rec["obj_x"][k] // 12) * 6 + rec["obj_y"][k] // 12, column] += 1
+    chunk = (np.arange(64)[:, None] // 12) * 6 + np.arange(64)[None, :] // 12
+    for name, m in (("grass", MATERIALS.index("grass")), ("path", MATERIALS.index("path"))):
+        rec[name] = np.bincount(chunk[rec["mat"] == m], minlength=36)
+
+
 #: the fields a step is compared on (noise_perm is world generation's, compared there)
 COMPARED = ("mat", "occ", "n_objects", "kind", "obj_x", "obj_y", "obj_health", "obj_timer",
-            "obj_dir", "chunk_order", "n_chunks", "player_x", "player_y", "facing",
+            "obj_dir", "chunk_order", "n_chunks", "census", "grass", "path", "player_x", "player_y", "facing",
             "sleeping", "inventory", "achievements", "hunger", "thirst", "fatigue",
             "recover", "last_health", "step")
 

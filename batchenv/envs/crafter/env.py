@@ -14,6 +14,7 @@ from batchenv.envs.crafter.data import (
     ACHIEVEMENTS,
     ACTIONS,
     AREA,
+    CHUNK,
     DOWN,
     HEALTH,
     ITEM_INITIAL,
@@ -62,6 +63,11 @@ class CrafterState(State):
     # them: the order balancing visits them
     chunk_order: Annotated[Field[np.uint8], (_CHUNKS,)]
     n_chunks: Field[np.uint8]
+    # each chunk's census, what balancing counts (crafter counts its chunks' object sets
+    # and material cells each time): kept up to date by every change of the world
+    census: Annotated[Field[np.int16], (_CHUNKS, 3)]  # zombies, skeletons, cows
+    grass: Annotated[Field[np.int16], (_CHUNKS,)]  # grass cells
+    path: Annotated[Field[np.int16], (_CHUNKS,)]  # path cells
     # the player (objects.Player)
     player_x: Field[np.uint8]  # cell
     player_y: Field[np.uint8]
@@ -91,6 +97,7 @@ STATE_RANGES: dict[str, tuple[float, float]] = {
     "kind": (0, len(KINDS) - 1), "obj_x": (0, AREA - 1), "obj_y": (0, AREA - 1),
     "obj_health": (0, 5), "obj_timer": (0, 2**31 - 2), "obj_dir": (0, 3),
     "chunk_order": (0, _CHUNKS - 1), "n_chunks": (0, _CHUNKS),
+    "census": (0, CHUNK * CHUNK), "grass": (0, CHUNK * CHUNK), "path": (0, CHUNK * CHUNK),
     "player_x": (0, AREA - 1), "player_y": (0, AREA - 1), "facing": (0, 3),
     "inventory": (0, 9), "achievements": (0, 2**31 - 2), "hunger": (0, 25),
     "thirst": (0, 20), "fatigue": (-10, 30), "recover": (-15, 25), "last_health": (0, 9),
@@ -216,6 +223,7 @@ class BatchCrafter(BatchEnv[CrafterState]):
         s.obj_dir[i] = 0
         s.chunk_order[i] = 0
         s.n_chunks[i] = 0
+        s.census[i] = 0
         c = worldgen.CENTER
         s.player_x[i] = c
         s.player_y[i] = c

@@ -82,12 +82,14 @@ from batchenv.envs.crafter.world import (
     AREA,
     add_object,
     chunk_of,
+    census_column,
     compact,
     enter_chunk,
     is_free,
     move_object,
     occupant,
     remove_object,
+    set_mat,
 )
 
 __all__ = ["daylight", "DAYLIGHT", "step_world", "update_player", "update_cow",
@@ -227,7 +229,7 @@ def do_material(s: Any, i: int, x: int, y: int, material: int) -> None:
     needs = COLLECT_NEEDS[material]
     if needs >= 0 and s.inventory[i, needs] < COLLECT_NEEDS_AMOUNT[material]:
         return
-    s.mat[i, x, y] = COLLECT_LEAVES[material]
+    set_mat(s, i, x, y, COLLECT_LEAVES[material])
     if perenv.random(s, i) <= COLLECT_PROB[material]:
         s.inventory[i, gives] += 1
         s.achievements[i, COLLECT_ACHIEVEMENT[material]] += 1
@@ -246,7 +248,7 @@ def place(s: Any, i: int, what: int, x: int, y: int, material: int) -> None:
         return
     s.inventory[i, uses] -= PLACE_AMOUNT[what]
     if PLACE_MATERIAL[what] >= 0:
-        s.mat[i, x, y] = PLACE_MATERIAL[what]
+        set_mat(s, i, x, y, PLACE_MATERIAL[what])
     elif not add_object(s, i, PLANT, x, y, 0):
         return  # (no free slot: the sapling is used, no plant appears; docs/crafter.md)
     s.achievements[i, PLACE_ACHIEVEMENT[what]] += 1
@@ -459,7 +461,7 @@ def update_arrow(s: Any, i: int, k: int) -> None:
     if not ARROW_WALKABLE[material]:
         remove_object(s, i, k)
         if material == TABLE or material == FURNACE:
-            s.mat[i, x, y] = PATH
+            set_mat(s, i, x, y, PATH)
     else:
         move_object(s, i, k, x, y)
 
@@ -507,14 +509,11 @@ def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
     maybe one more on a random cell of ``material`` (free, ``span_dist`` from the player);
     above ``target_max``, maybe one fewer (one at random, ``despan_dist`` from the player).
     crafter picks the one to remove from a Python set (an order that changes from run to
-    run); here the chunk's creatures are taken in crafter's object order."""
+    run); here the chunk's creatures are taken in crafter's object order. The counts are
+    the chunk's census (``s.census``, ``s.grass``, ``s.path``)."""
     xmin, ymin = (c // N_CHUNKS) * CHUNK, (c % N_CHUNKS) * CHUNK
     xmax, ymax = min(xmin + CHUNK, AREA), min(ymin + CHUNK, AREA)
-    count = 0
-    for k in range(s.n_objects[i]):
-        if (s.kind[i, k] == kind and xmin <= s.obj_x[i, k] < xmax
-                and ymin <= s.obj_y[i, k] < ymax):
-            count += 1
+    count = np.int64(s.census[i, c, census_column(kind)])
     if count < int(target_min) and perenv.random(s, i) < spawn_prob:
         j = perenv.integers(s, i, 0, space)  # the j-th cell of `material`, x-major
         for x in range(xmin, xmax):
@@ -539,18 +538,12 @@ def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
                 j -= 1
 
 
-@perenv.rule
+@perenv.rule(inline=True)
 def balance_chunk(s: Any, i: int, c: int, light: float) -> None:
     """``Env._balance_chunk``: zombies on grass (more at night), skeletons on paths, cows
     on grass, each toward its targets."""
-    xmin, ymin = (c // N_CHUNKS) * CHUNK, (c % N_CHUNKS) * CHUNK
-    grass = 0
-    path = 0
-    for x in range(xmin, min(xmin + CHUNK, AREA)):
-        for y in range(ymin, min(ymin + CHUNK, AREA)):
-            m = s.mat[i, x, y]
-            grass += m == GRASS
-            path += m == PATH
+    grass = np.int64(s.grass[i, c])
+    path = np.int64(s.path[i, c])
     balance_object(s, i, c, ZOMBIE, GRASS, grass, 6, 0, 0.3, 0.4,
                    0.0 if grass < 50 else 3.5 - 3 * light, 3.5 - 3 * light)
     balance_object(s, i, c, SKELETON, PATH, path, 7, 7, 0.1, 0.1,

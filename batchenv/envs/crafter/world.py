@@ -17,10 +17,22 @@ from typing import Any
 import numpy as np
 
 from batchenv import perenv
-from batchenv.envs.crafter.data import AREA, CHUNK, KIND_HEALTH, N_CHUNKS, NO_KIND
+from batchenv.envs.crafter.data import (
+    AREA,
+    CHUNK,
+    COW,
+    GRASS,
+    KIND_HEALTH,
+    N_CHUNKS,
+    NO_KIND,
+    PATH,
+    SKELETON,
+    ZOMBIE,
+)
 
-__all__ = ["CAPACITY", "PLAYER", "chunk_of", "enter_chunk", "add_object", "remove_object",
-           "move_object", "compact", "is_free", "inside", "occupant"]
+__all__ = ["CAPACITY", "PLAYER", "CENSUS", "chunk_of", "enter_chunk", "add_object",
+           "remove_object", "move_object", "compact", "is_free", "inside", "occupant",
+           "set_mat", "census_column", "count_materials"]
 
 #: Object slots per env. crafter has no cap; its balancing keeps creatures near
 #: ``env._balance_chunk``'s targets (at most 3 zombies, 1 skeleton and 1 cow spawned per
@@ -29,6 +41,49 @@ __all__ = ["CAPACITY", "PLAYER", "chunk_of", "enter_chunk", "add_object", "remov
 #: 104 over 10,000-step episodes of an immortal random player).
 CAPACITY = 254
 PLAYER = 1  # the player's entry in the object map; object slot k is 2 + k
+#: The kinds chunk balancing counts, and their columns of ``s.census``: zombies,
+#: skeletons, cows (crafter counts them in each chunk's set of objects)
+CENSUS = (ZOMBIE, SKELETON, COW)
+_CENSUS_COLUMN = np.array([-1, 2, 0, 1, -1, -1], dtype=np.int64)  # by kind
+
+
+@perenv.rule
+def census_column(kind: int) -> int:
+    """The column of ``s.census`` counting ``kind`` (-1: a kind not counted)."""
+    return _CENSUS_COLUMN[kind]
+
+
+@perenv.rule
+def count(s: Any, i: int, kind: int, x: int, y: int, by: int) -> None:
+    """An object of ``kind`` at (x, y) enters (``by`` 1) or leaves (-1) its chunk's census."""
+    column = _CENSUS_COLUMN[kind]
+    if column >= 0:
+        c = chunk_of(x, y)
+        s.census[i, c, column] += by
+
+
+@perenv.rule
+def set_mat(s: Any, i: int, x: int, y: int, material: int) -> None:
+    """Cell (x, y) becomes ``material``, its chunk's count of grass and path cells kept."""
+    c = chunk_of(x, y)
+    old = s.mat[i, x, y]
+    s.grass[i, c] += int(material == GRASS) - int(old == GRASS)
+    s.path[i, c] += int(material == PATH) - int(old == PATH)
+    s.mat[i, x, y] = material
+
+
+@perenv.rule
+def count_materials(s: Any, i: int) -> None:
+    """Every chunk's count of grass and path cells, from the material map."""
+    for c in range(N_CHUNKS * N_CHUNKS):
+        s.grass[i, c] = 0
+        s.path[i, c] = 0
+    for x in range(AREA):
+        for y in range(AREA):
+            m = s.mat[i, x, y]
+            c = chunk_of(x, y)
+            s.grass[i, c] += int(m == GRASS)
+            s.path[i, c] += int(m == PATH)
 
 
 @perenv.rule
@@ -89,6 +144,7 @@ def add_object(s: Any, i: int, kind: int, x: int, y: int, direction: int) -> boo
     s.obj_dir[i, k] = direction
     s.occ[i, x, y] = k + 2
     enter_chunk(s, i, chunk_of(x, y))
+    count(s, i, kind, x, y, 1)
     return True
 
 
@@ -96,9 +152,12 @@ def add_object(s: Any, i: int, kind: int, x: int, y: int, direction: int) -> boo
 def remove_object(s: Any, i: int, k: int) -> None:
     """``World.remove``: slot ``k`` leaves the world (its cell frees at once; the slot's
     fields stay readable until :func:`compact`, as a removed crafter object's do)."""
-    if s.kind[i, k] != NO_KIND:
+    kind = s.kind[i, k]
+    if kind != NO_KIND:
         s.kind[i, k] = NO_KIND
-        s.occ[i, s.obj_x[i, k], s.obj_y[i, k]] = 0
+        x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
+        s.occ[i, x, y] = 0
+        count(s, i, kind, x, y, -1)
 
 
 @perenv.rule
@@ -114,6 +173,9 @@ def move_object(s: Any, i: int, k: int, x: int, y: int) -> None:
     c = chunk_of(x, y)
     if c != chunk_of(ox, oy):
         enter_chunk(s, i, c)
+        kind = s.kind[i, k]
+        count(s, i, kind, ox, oy, -1)
+        count(s, i, kind, x, y, 1)
 
 
 @perenv.rule

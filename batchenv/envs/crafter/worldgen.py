@@ -35,7 +35,7 @@ from batchenv.envs.crafter.data import (
     ZOMBIE,
 )
 from batchenv.envs.crafter.noise import init_perm, noise3
-from batchenv.envs.crafter.world import add_object
+from batchenv.envs.crafter.world import add_object, count_materials
 
 __all__ = ["generate_world", "set_material", "set_object", "CENTER", "TUNNEL"]
 
@@ -121,3 +121,4 @@ def generate_world(s: Any, i: int) -> None:
     for x in range(AREA):
         for y in range(AREA):
             set_object(s, i, x, y)
+    count_materials(s, i)
