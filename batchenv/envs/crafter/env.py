@@ -24,7 +24,7 @@ from batchenv.envs.crafter.data import (
     MATERIALS,
     N_CHUNKS,
 )
-from batchenv.envs.crafter.world import CAPACITY, PLAYER, chunk_of, enter_chunk
+from batchenv.envs.crafter.world import CAPACITY, chunk_of, enter_chunk
 from batchenv.state import Field, State
 
 __all__ = ["BatchCrafter", "CrafterState", "OBS_TYPES", "STATE_RANGES"]
@@ -237,8 +237,7 @@ class BatchCrafter(BatchEnv[CrafterState]):
         s.fatigue[i] = 0
         s.recover[i] = 0
         s.last_health[i] = ITEM_INITIAL[HEALTH]
-        s.occ[i, c, c] = PLAYER
-        enter_chunk(s, i, chunk_of(c, c))
+        enter_chunk(s, i, chunk_of(c, c))  # (the player's cell: generate_world)
         worldgen.generate_world(s, i)
 
     @staticmethod
