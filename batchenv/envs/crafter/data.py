@@ -116,7 +116,7 @@ for _m, _need, _gives, _leaves, _prob, _ach in (
 #: item used and how many, where (a mask over materials), the material it becomes (-1: an
 #: object, the plant) and the achievement
 PLACE_USES = np.array([I_STONE, WOOD, I_STONE, SAPLING], dtype=np.int64)
-PLACE_AMOUNT = np.array([1, 1, 1, 1], dtype=np.int64)
+PLACE_AMOUNT = np.array([1, 2, 4, 1], dtype=np.int64)
 PLACE_WHERE = np.zeros((4, 13), dtype=np.bool_)
 PLACE_WHERE[0, [GRASS, SAND, PATH, WATER, LAVA]] = True
 PLACE_WHERE[1, [GRASS, SAND, PATH]] = True
