@@ -304,11 +304,29 @@ def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping:
             obs[y, x, 2] = o2
 
 
-@perenv.rule
 def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:
-    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox) (a slice: a few whole-row
-    copies for numpy when the kernels run as Python, debug mode's probe included)."""
+    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox): a slice in Python (the kernels
+    as a Python loop, debug mode's probe), a loop of bytes compiled (a slice's shape check
+    would need numba's reference counting: :func:`_compile_copy_tile`)."""
     obs[oy:oy + UNIT, ox:ox + UNIT] = tile
+
+
+def _compile_copy_tile() -> None:
+    from numba.extending import overload
+
+    @overload(copy_tile, inline="always")
+    def _copy_tile(obs, oy, ox, tile):  # type: ignore[no-untyped-def]
+        def impl(obs, oy, ox, tile):  # type: ignore[no-untyped-def]
+            for ty in range(UNIT):
+                for tx in range(UNIT):
+                    for ch in range(3):
+                        obs[oy + ty, ox + tx, ch] = tile[ty, tx, ch]
+
+        return impl
+
+
+if perenv.numba_available():
+    _compile_copy_tile()
 
 
 @perenv.rule
