@@ -34,7 +34,16 @@ from gymnasium.vector.utils import batch_space
 from batchenv import perenv
 from batchenv._envpool import EnvPoolAPI
 from batchenv.random import BatchRandom, seed_keys
-from batchenv.state import State, from_records, put_rows, schema, take_rows, to_records
+from batchenv.state import (
+    Range,
+    State,
+    from_records,
+    put_rows,
+    ranges,
+    schema,
+    take_rows,
+    to_records,
+)
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
     StepBeforeResetError,
     action_checker,
@@ -127,6 +136,18 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
     #: ``num_envs``): :meth:`call` and :meth:`get_attr` return them as a tuple as they are,
     #: where any other attribute is one value shared by every env (see :meth:`call`).
     per_env_attributes: ClassVar[frozenset[str]] = frozenset({"render", "np_random_seed"})
+    #: Valid ranges of state fields, for a schema given as :attr:`state_dtype`:
+    #: ``{"x": (0, 9), "y": Range(0, "height - 1")}`` (a typed :attr:`state_type` declares
+    #: them in its annotations, ``Annotated[Field[np.int8], Range(0, 9)]``; entries here
+    #: win). See :class:`~batchenv.state.Range`.
+    state_ranges: ClassVar[Mapping[str, Range | tuple[Any, Any]]] = {}
+    #: State fields returned in ``info`` after every ``step`` and ``reset``: ``{info key:
+    #: field name}`` (or a sequence of field names, each its own key). Each entry is a copy
+    #: of the field over the batch, with Gymnasium's ``"_<key>"`` mask (every env). On the
+    #: step that ends an episode the entry holds that episode's last values (NEXT_STEP and
+    #: DISABLED: the state as it ended; SAME_STEP: ``info["final_info"][key]`` for the envs
+    #: that ended, the new episode's values in ``info[key]``).
+    info_fields: ClassVar[Mapping[str, str] | Sequence[str]] = ()
     #: Which kernels step this env (``"numpy"``, ``"numba"`` or ``"python"``) and on how
     #: many threads: set by the constructor's ``kernels`` and ``num_threads``.
     kernels: str = "numpy"
@@ -176,6 +197,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             raise TypeError(f"state_dtype uses field names reserved by BatchEnv: {clash}")
         check_observation_space(self.single_observation_space)
         self.full_state_dtype = np.dtype(self.state_dtype.descr + BASE_FIELDS)
+        #: The declared valid ranges of the state fields (:class:`~batchenv.state.Range`).
+        self.state_field_ranges: dict[str, Range] = _checked_ranges(self)
+        self._info_fields = _checked_info_fields(self)
         self.action_space = batched_space(self.single_action_space, self.num_envs)
         self.observation_space = batched_space(self.single_observation_space, self.num_envs)
         if self.box_action_bounds not in ("clip", "raise", "pass"):
@@ -301,7 +325,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         else:
             self._reset_subset(np.flatnonzero(mask))
         self.observe(self.state, self._obs)
-        return self._out(self._obs), {}
+        return self._out(self._obs), self._field_info({})
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
@@ -374,6 +398,8 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
                     info = self._reset_same_step(self._episode_over.nonzero()[0])
             else:  # DISABLED: frozen envs stay frozen
                 np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
+        if self._info_fields:
+            self._field_info(info)
         if not self.copy:
             self.observe(s, self._obs)
             return self._obs, reward, self._terminated, self._truncated, info
@@ -533,7 +559,35 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             self.single_observation_space, spaces.Discrete) else list(final_obs_rows)
         final_obs[done] = entries
         return {"final_obs": final_obs, "_final_obs": self._episode_over.copy(),
-                "final_info": {}, "_final_info": self._episode_over.copy()}
+                "final_info": self._final_field_info(done, final),
+                "_final_info": self._episode_over.copy()}
+
+    def _field_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with the :attr:`info_fields` of the current state (copies)."""
+        if self._info_fields:
+            every = np.ones(self.num_envs, dtype=np.bool_)
+            for key, name in self._info_fields.items():
+                info[key] = getattr(self.state, name).copy()
+                info[f"_{key}"] = every
+        return info
+
+    def _final_field_info(self, done: np.ndarray, final: State | None = None
+                          ) -> dict[str, Any]:
+        """SAME_STEP's ``final_info``: the :attr:`info_fields` of the envs ``done`` as their
+        episodes ended (from ``final``, their rows taken before the reset, or from the
+        state, not reset yet), zeros elsewhere, with ``"_<key>"`` masks."""
+        out: dict[str, Any] = {}
+        if not self._info_fields:
+            return out
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[done] = True
+        for key, name in self._info_fields.items():
+            column = getattr(self.state, name)
+            values = np.zeros_like(column)
+            values[done] = column[done] if final is None else getattr(final, name)
+            out[key] = values
+            out[f"_{key}"] = mask.copy()
+        return out
 
     def _pending_seeds(self) -> np.ndarray:
         """Before the first reset: the fresh seeds (uint64, one per env) that envs reset
@@ -655,3 +709,31 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
 
+
+
+def _checked_ranges(env: BatchEnv) -> dict[str, Range]:
+    """The env's declared field ranges, each naming a field of its schema and resolvable."""
+    found = ranges(env)
+    names = env.full_state_dtype.names or ()
+    for name, declared in found.items():
+        if name not in names:
+            raise TypeError(f"{type(env).__name__}: a range is declared for {name!r}, which "
+                            f"is not a state field ({list(env.state_dtype.names or ())})")
+        try:
+            declared.resolve(env)
+        except AttributeError as e:
+            raise TypeError(f"{type(env).__name__}: the range {declared} of field {name!r} "
+                            f"names an attribute the env does not have ({e})") from None
+    return found
+
+
+def _checked_info_fields(env: BatchEnv) -> dict[str, str]:
+    """``info_fields`` as ``{info key: field}``, every field in the schema."""
+    declared = env.info_fields
+    pairs = dict(declared) if isinstance(declared, Mapping) else {n: n for n in declared}
+    names = env.full_state_dtype.names or ()
+    missing = sorted(f for f in pairs.values() if f not in names)
+    if missing:
+        raise TypeError(f"{type(env).__name__}.info_fields names {missing}, which are not "
+                        f"state fields")
+    return pairs

@@ -802,6 +802,7 @@ class Runner:
                 done = ended.nonzero()[0]
                 final_obs = np.full(n, None, dtype=object)
                 final_obs[done] = list(obs[done])
+                final_info = env._final_field_info(done)
                 renew = (*args[:2], RESET_OBSERVE, ended, *args[4:13], 0)
                 with _writable(obs):
                     if self.kernels != "numba":
@@ -809,10 +810,12 @@ class Runner:
                     else:
                         self._blocks(self._entry or self.loops["run"], 0, n, renew)
                 info = {"final_obs": final_obs, "_final_obs": ended,
-                        "final_info": {}, "_final_info": ended.copy()}
+                        "final_info": final_info, "_final_info": ended.copy()}
         if copy and not fresh:
             np.copyto(out, obs)
             obs = out
+        if env._info_fields:
+            env._field_info(info)
         return obs, reward, terminated, truncated, info
 
 

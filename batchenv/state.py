@@ -20,23 +20,96 @@ The schema can be written as a typed :class:`State` subclass, one annotation per
 shape ``(10, 10)`` per env): :func:`schema` makes the dtype from it, and type checkers and
 IDEs then know every field of ``s`` in a kernel. The annotations are only read once, to make
 the dtype: the fields are plain instance attributes either way.
+
+A field may also declare its valid range, once, in the schema:
+``Annotated[Field[np.int8], Range(0, 9)]`` (inclusive bounds; a bound may name an attribute
+of the env, ``Range(0, "width - 1")``). :meth:`BatchEnv.set_state
+<batchenv.core.BatchEnv.set_state>` refuses records outside it, debug mode checks it after
+every step and ``check_env`` fuzzes states inside and outside it (:func:`ranges`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import typing
-from collections.abc import Iterator
-from typing import Annotated, Any, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
 
-__all__ = ["State", "Field", "schema", "take_rows", "put_rows", "to_records", "from_records",
-           "fields_view"]
+__all__ = ["State", "Field", "Range", "schema", "ranges", "take_rows", "put_rows", "to_records",
+           "from_records", "fields_view"]
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 #: The type of a state field: an array (one row per env) of the given numpy scalar type.
 Field = np.ndarray[Any, np.dtype[_Scalar]]
+
+
+class Range(NamedTuple):
+    """The valid values of a state field, both bounds included: ``Range(0, 9)``.
+
+    A bound is a number, ``None`` (no bound on that side), or the name of an attribute of
+    the env, optionally with a constant added or subtracted (``"width - 1"``,
+    ``"max_speed"``): for bounds that follow the env's parameters. Declare it in the field's
+    annotation, ``Annotated[Field[np.int8], Range(0, 9)]`` (after the shape, if any), or,
+    for a schema given as a dtype, in the class attribute ``state_ranges = {"x": (0, 9)}``.
+
+    The range says which values the kernels are written for: any state whose fields are
+    inside their ranges must be safe to step (no index out of bounds, in either kernel
+    form). A rule between fields (a position not inside a wall) is ``check_state``'s.
+    """
+
+    low: float | str | None
+    high: float | str | None
+
+    def resolve(self, env: Any) -> tuple[float | None, float | None]:
+        """The bounds as numbers, attribute names read on ``env``."""
+        return _bound(self.low, env), _bound(self.high, env)
+
+    def __str__(self) -> str:
+        return f"[{_shown(self.low, '-inf')}, {_shown(self.high, 'inf')}]"
+
+
+_BOUND_EXPRESSION = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:([+-])\s*(\d+(?:\.\d*)?))?\s*$")
+
+
+def _bound(bound: float | str | None, env: Any) -> float | None:
+    if bound is None or not isinstance(bound, str):
+        return bound
+    found = _BOUND_EXPRESSION.match(bound)
+    if found is None:
+        raise TypeError(f"Range bound {bound!r}: a number, None, or an env attribute name "
+                        f"with an optional '+ k' or '- k' (e.g. 'width - 1')")
+    name, sign, amount = found.groups()
+    value = getattr(env, name)
+    offset = 0 if amount is None else (float(amount) if "." in amount else int(amount))
+    return value - offset if sign == "-" else value + offset
+
+
+def _shown(bound: float | str | None, missing: str) -> str:
+    return missing if bound is None else f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+
+def ranges(owner: Any) -> dict[str, Range]:
+    """The declared ranges of the state fields of ``owner``: a :class:`State` subclass (its
+    annotations), or a ``BatchEnv`` class or instance (its ``state_type``'s annotations,
+    then its ``state_ranges``, which win)."""
+    found: dict[str, Range] = {}
+    state_type = owner if isinstance(owner, type) and issubclass(owner, State) else getattr(
+        owner, "state_type", State)
+    if state_type is not State:
+        hints = typing.get_type_hints(state_type, include_extras=True)
+        for name in _annotated_names(state_type):
+            hint = hints[name]
+            if typing.get_origin(hint) is Annotated:
+                for extra in hint.__metadata__:
+                    if isinstance(extra, Range):
+                        found[name] = extra
+    declared: Mapping[str, Any] = getattr(owner, "state_ranges", None) or {}
+    for name, bounds in declared.items():
+        found[name] = bounds if isinstance(bounds, Range) else Range(*bounds)
+    return found
 
 
 class State:
@@ -189,15 +262,12 @@ def schema(cls: type[State]) -> np.dtype:
         PongState.schema()  # dtype([('ball_x', '<f4'), ('grid', 'u1', (10, 10))])
     """
     hints = typing.get_type_hints(cls, include_extras=True)
-    names: list[str] = []
-    for klass in reversed(cls.__mro__):
-        if issubclass(klass, State) and klass is not State:
-            names += [n for n in vars(klass).get("__annotations__", {}) if n not in names]
     descr: list[Any] = []
-    for name in names:
+    for name in _annotated_names(cls):
         hint, shape = hints[name], ()
         if typing.get_origin(hint) is Annotated:
-            hint, shape = hint.__origin__, tuple(hint.__metadata__[0])
+            shapes = [tuple(x) for x in hint.__metadata__ if not isinstance(x, Range)]
+            hint, shape = hint.__origin__, shapes[0] if shapes else ()
         args = typing.get_args(hint)
         scalars = typing.get_args(args[1]) if len(args) == 2 else ()
         if typing.get_origin(hint) is not np.ndarray or len(scalars) != 1:
@@ -207,6 +277,15 @@ def schema(cls: type[State]) -> np.dtype:
     if not descr:
         raise TypeError(f"{cls.__name__} declares no fields")
     return np.dtype(descr)
+
+
+def _annotated_names(cls: type) -> list[str]:
+    """The field names the annotations of ``cls`` and its bases below State declare."""
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        if issubclass(klass, State) and klass is not State:
+            names += [n for n in vars(klass).get("__annotations__", {}) if n not in names]
+    return names
 
 
 def fields_view(s: State, names: list[str] | tuple[str, ...]) -> np.ndarray:

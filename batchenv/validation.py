@@ -344,6 +344,7 @@ def check_state_values(env: Any, states: np.ndarray, env_idx: np.ndarray) -> Non
         col = states[name]
         if col.dtype.kind in "fc":
             problems[f"field {name!r} is NaN or inf"] = ~np.isfinite(col)
+    problems.update(outside_ranges(env, states))
     problems.update(env.check_state(states))
     found = []
     for what, bad in problems.items():
@@ -353,3 +354,36 @@ def check_state_values(env: Any, states: np.ndarray, env_idx: np.ndarray) -> Non
     if found:
         raise ValueError("set_state: states rejected (nothing was changed): "
                          + "; ".join(found))
+
+
+def outside_ranges(env: Any, states: np.ndarray) -> dict[str, np.ndarray]:
+    """``{problem: bad}`` for the records whose fields are outside the ranges the env's
+    schema declares (:class:`batchenv.state.Range`); ``bad`` is per record, and the problem
+    names the field, its range and the first values outside it."""
+    found: dict[str, np.ndarray] = {}
+    for name, declared in env.state_field_ranges.items():
+        col = states[name]
+        low, high = declared.resolve(env)
+        bad = np.zeros(col.shape, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            if low is not None:
+                bad |= col < _in_dtype(low, col.dtype)
+            if high is not None:
+                bad |= col > _in_dtype(high, col.dtype)
+        per_record = np.asarray(bad.reshape(len(states), -1).any(axis=1))
+        if per_record.any():
+            values = np.unique(col[bad])[:3].tolist()
+            shown = f"[{_number(low, '-inf')}, {_number(high, 'inf')}]"
+            found[f"field {name!r} outside {shown} (e.g. {', '.join(map(str, values))})"] = \
+                per_record
+    return found
+
+
+def _in_dtype(bound: float, dtype: np.dtype) -> Any:
+    """A bound compared in the field's own dtype where that dtype is a float (float32 -1.2
+    is not below -1.2); integer fields compare with the exact Python number."""
+    return np.asarray(bound).astype(dtype) if dtype.kind == "f" else bound
+
+
+def _number(bound: float | None, missing: str) -> str:
+    return missing if bound is None else f"{bound:g}"
