@@ -202,7 +202,7 @@ def run(env, refs: list[Reference], steps: int, actions, compare_obs: bool = Tru
     for t in range(steps):
         before = env.get_state()
         a = np.asarray(actions(t), dtype=np.int64)
-        obs, reward, terminated, truncated, _ = env.step(a)
+        obs, reward, terminated, truncated, env_info = env.step(a)
         after = env.get_state()
         for i in np.flatnonzero(live):
             ref = refs[i]
@@ -218,6 +218,10 @@ def run(env, refs: list[Reference], steps: int, actions, compare_obs: bool = Tru
             dead = info["discount"] == 0
             assert bool(terminated[i]) == dead, f"{what}: terminated {terminated[i]}"
             assert bool(terminated[i] or truncated[i]) == done, f"{what}: done"
+            assert env_info["achievements"][i].tolist() == [
+                info["achievements"][k] for k in ACHIEVEMENTS], f"{what}: info achievements"
+            assert env_info["inventory"][i].tolist() == [
+                info["inventory"][k] for k in ITEMS], f"{what}: info inventory"
             if compare_obs:
                 if not np.array_equal(obs[i], robs):
                     bad = np.argwhere(obs[i] != robs)

@@ -357,6 +357,35 @@ def test_same_seed_same_episodes_at_any_batch_size(pixels):
         np.testing.assert_array_equal(big.get_state()[2], small.get_state()[0])
 
 
+def test_info_holds_the_finished_episode_on_its_last_step(pixels):
+    """``info["achievements"]`` (int32, 22, sorted names) and ``info["inventory"]``: on the
+    step that ends an episode (NEXT_STEP) the finished episode's values (a Disabled twin's
+    state after that step), then the new episode's."""
+    twin = BatchCrafter(N)  # NEXT_STEP
+    pixels.reset(seed=60)
+    twin.reset(seed=60)
+    actions = random_actions(6, N)
+    ended = 0
+    for t in range(400):
+        a = actions(t)
+        _, _, term, trunc, info = twin.step(a)
+        before = pixels.get_state()
+        pixels.step(a)
+        after = pixels.get_state()
+        assert info["achievements"].dtype == np.int32
+        assert info["achievements"].shape == (N, len(crafter.constants.achievements))
+        live = ~before["awaiting_reset"]
+        np.testing.assert_array_equal(info["achievements"][live], after["achievements"][live])
+        np.testing.assert_array_equal(info["inventory"][live], after["inventory"][live])
+        np.testing.assert_array_equal(info["achievements"], twin.get_state()["achievements"])
+        ended += int((term | trunc).sum())
+        if ended >= 2:
+            break
+        if after["awaiting_reset"].any():  # the twin resets these next step: start again
+            pixels.set_state(twin.get_state())
+    assert ended >= 2
+
+
 def test_pixels_without_crafter_raise_naming_the_extra(monkeypatch):
     """Without the crafter package: pixels raise ImportError naming batchenv[crafter];
     symbolic observations work."""

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import batchenv
+import batchenv.state
 from batchenv.core import BASE_FIELDS
 from batchenv.registration import EnvEntry
 
@@ -199,17 +200,21 @@ def crafter_page() -> str:
         "## State",
         "",
         "`env.get_state()` / `env.set_state()` records (cells `[x, y]`), then the columns "
-        "every `BatchEnv` adds; valid ranges: `batchenv.envs.crafter.env.STATE_RANGES`.",
+        "every `BatchEnv` adds; a field's valid values are its range (`set_state` refuses "
+        "others).",
         "",
-        "| field | dtype (shape) | what |",
-        "|---|---|---|",
+        "| field | dtype (shape) | range | what |",
+        "|---|---|---|---|",
     ]
+    ranges = batchenv.state.ranges(cls)
     for field in cls.state_dtype.names:
         dtype = cls.state_dtype[field]
         shape = f" {dtype.shape}" if dtype.shape else ""
-        lines.append(f"| `{field}` | {dtype.base}{shape} | {comments.get(field, '')} |")
+        valid = str(ranges[field]) if field in ranges else ""
+        lines.append(f"| `{field}` | {dtype.base}{shape} | {valid} | "
+                     f"{comments.get(field, '')} |")
     for field, dtype in BASE_FIELDS:
-        lines.append(f"| `{field}` (base class) | {np.dtype(dtype)} | |")
+        lines.append(f"| `{field}` (base class) | {np.dtype(dtype)} | | |")
     return "\n".join(lines) + "\n"
 
 

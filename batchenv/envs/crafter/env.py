@@ -15,19 +15,25 @@ from batchenv.envs.crafter.data import (
     ACTIONS,
     AREA,
     CHUNK,
+    COW,
     DOWN,
+    GRASS,
     HEALTH,
     ITEM_INITIAL,
+    ITEM_MAX,
     ITEMS,
     KINDS,
     LENGTH,
     MATERIALS,
     N_CHUNKS,
+    PATH,
+    SKELETON,
+    ZOMBIE,
 )
 from batchenv.envs.crafter.world import CAPACITY, chunk_of, enter_chunk
-from batchenv.state import Field, State
+from batchenv.state import Field, Range, State
 
-__all__ = ["BatchCrafter", "CrafterState", "OBS_TYPES", "STATE_RANGES"]
+__all__ = ["BatchCrafter", "CrafterState", "OBS_TYPES"]
 
 OBS_TYPES = ("pixels", "symbolic")
 #: the instance attributes the kernels read as p.<name>
@@ -37,72 +43,70 @@ _Params = namedtuple("_Params", _PARAMS)  # type: ignore[misc]  # render_envs' p
 _CHUNKS = N_CHUNKS * N_CHUNKS
 
 
+_CELLS = CHUNK * CHUNK  # a chunk's cells (the last chunks have fewer)
+_BIG = 2**31 - 2  # a count or clock's bound (one more step stays an int32)
+
+
 class CrafterState(State):
     """One crafter world per row (``BatchCrafter.state_dtype`` is made from these
     annotations). Cells are indexed ``[x, y]`` as crafter's maps are (x to the right, y
-    down); ranges: :data:`STATE_RANGES`."""
+    down). Every field's :class:`~batchenv.state.Range` is what the kernels are written
+    for (any value inside is safe to step); the rules between fields (the object map and
+    the slots, the census) are :meth:`BatchCrafter.check_state`'s."""
 
     # the world (engine.World)
-    mat: Annotated[Field[np.uint8], (AREA, AREA)]  # material id per cell (data.MATERIALS)
-    occ: Annotated[Field[np.uint8], (AREA, AREA)]  # who is on a cell: 0 nobody, 1 the
-    #                                    player, 2 + k object slot k (World._obj_map)
+    mat: Annotated[Field[np.uint8], (AREA, AREA), Range(0, len(MATERIALS) - 1)]  # material
+    #                                    id per cell (data.MATERIALS)
+    occ: Annotated[Field[np.uint8], (AREA, AREA), Range(0, CAPACITY + 1)]  # who is on a
+    #                                    cell: 0 nobody, 1 the player, 2 + k object slot k
+    #                                    (World._obj_map)
     noise_perm: Annotated[Field[np.uint8], (256,)]  # the world's OpenSimplex permutation
     #                                    (noise.init_perm of its seed: what worldgen read)
     # objects other than the player, in crafter's order (World._objects): slots 0 .. n-1
-    n_objects: Field[np.int16]  # slots in use
-    kind: Annotated[Field[np.uint8], (CAPACITY,)]  # data.KINDS; 0 free (removed)
-    obj_x: Annotated[Field[np.uint8], (CAPACITY,)]  # cell
-    obj_y: Annotated[Field[np.uint8], (CAPACITY,)]
-    obj_health: Annotated[Field[np.int8], (CAPACITY,)]  # hit points (cow 3, zombie 5,
-    #                                    skeleton 3, plant 1, arrow 0)
-    obj_timer: Annotated[Field[np.int32], (CAPACITY,)]  # steps: a zombie's cooldown (0-5),
-    #                                    a skeleton's reload (0-4), a plant's age (grown)
-    obj_dir: Annotated[Field[np.uint8], (CAPACITY,)]  # an arrow's direction: 0 left,
-    #                                    1 right, 2 up, 3 down
+    n_objects: Annotated[Field[np.int16], Range(0, CAPACITY)]  # slots in use
+    kind: Annotated[Field[np.uint8], (CAPACITY,), Range(0, len(KINDS) - 1)]  # data.KINDS;
+    #                                    0 free (removed)
+    obj_x: Annotated[Field[np.uint8], (CAPACITY,), Range(0, AREA - 1)]  # cell
+    obj_y: Annotated[Field[np.uint8], (CAPACITY,), Range(0, AREA - 1)]
+    obj_health: Annotated[Field[np.int8], (CAPACITY,), Range(0, 5)]  # hit points (cow 3,
+    #                                    zombie 5, skeleton 3, plant 1, arrow 0)
+    obj_timer: Annotated[Field[np.int32], (CAPACITY,), Range(0, _BIG)]  # steps: a zombie's
+    #                                    cooldown (0-5), a skeleton's reload (0-4), a
+    #                                    plant's age (grown)
+    obj_dir: Annotated[Field[np.uint8], (CAPACITY,), Range(0, 3)]  # an arrow's direction:
+    #                                    0 left, 1 right, 2 up, 3 down
     # chunks (12 x 12 cells; chunk (cx, cy) is 6 cx + cy) in the order crafter's dict has
     # them: the order balancing visits them
-    chunk_order: Annotated[Field[np.uint8], (_CHUNKS,)]
-    n_chunks: Field[np.uint8]
+    chunk_order: Annotated[Field[np.uint8], (_CHUNKS,), Range(0, _CHUNKS - 1)]
+    n_chunks: Annotated[Field[np.uint8], Range(0, _CHUNKS)]
     # each chunk's census, what balancing counts (crafter counts its chunks' object sets
     # and material cells each time): kept up to date by every change of the world
-    census: Annotated[Field[np.int16], (_CHUNKS, 3)]  # zombies, skeletons, cows
-    grass: Annotated[Field[np.int16], (_CHUNKS,)]  # grass cells
-    path: Annotated[Field[np.int16], (_CHUNKS,)]  # path cells
+    census: Annotated[Field[np.int16], (_CHUNKS, 3), Range(0, _CELLS)]  # zombies,
+    #                                    skeletons, cows
+    grass: Annotated[Field[np.int16], (_CHUNKS,), Range(0, _CELLS)]  # grass cells
+    path: Annotated[Field[np.int16], (_CHUNKS,), Range(0, _CELLS)]  # path cells
     # the player (objects.Player)
-    player_x: Field[np.uint8]  # cell
-    player_y: Field[np.uint8]
-    facing: Field[np.uint8]  # 0 left, 1 right, 2 up, 3 down
+    player_x: Annotated[Field[np.uint8], Range(0, AREA - 1)]  # cell
+    player_y: Annotated[Field[np.uint8], Range(0, AREA - 1)]
+    facing: Annotated[Field[np.uint8], Range(0, 3)]  # 0 left, 1 right, 2 up, 3 down
     sleeping: Field[np.bool_]
-    inventory: Annotated[Field[np.int8], (len(ITEMS),)]  # counts 0-9, data.ITEMS' order
-    #                                    (health, food, drink, energy first)
-    achievements: Annotated[Field[np.int32], (len(ACHIEVEMENTS),)]  # unlocks this episode,
-    #                                    data.ACHIEVEMENTS' (sorted) order
-    hunger: Field[np.float32]  # steps (halves asleep) since food last dropped: 0-25
-    thirst: Field[np.float32]  # likewise for drink: 0-20
-    fatigue: Field[np.int8]  # steps awake (+) or asleep (-): -10 to 30
-    recover: Field[np.float32]  # recovery (+) or decay (-) toward a health point:
-    #                                    -15 to 25, halves while asleep
-    last_health: Field[np.int8]  # health after the player's last update (its wake-up
-    #                                    check's reference: Player._last_health)
+    inventory: Annotated[Field[np.int8], (len(ITEMS),), Range(0, ITEM_MAX)]  # counts,
+    #                                    data.ITEMS' order (health, food, drink, energy
+    #                                    first)
+    achievements: Annotated[Field[np.int32], (len(ACHIEVEMENTS),), Range(0, _BIG)]  # the
+    #                                    episode's unlocks, data.ACHIEVEMENTS' (sorted) order
+    hunger: Annotated[Field[np.float32], Range(0, 25)]  # steps (halves asleep) since food
+    #                                    last dropped
+    thirst: Annotated[Field[np.float32], Range(0, 20)]  # likewise for drink
+    fatigue: Annotated[Field[np.int8], Range(-10, 30)]  # steps awake (+) or asleep (-)
+    recover: Annotated[Field[np.float32], Range(-15, 25)]  # recovery (+) or decay (-)
+    #                                    toward a health point, halves while asleep
+    last_health: Annotated[Field[np.int8], Range(0, ITEM_MAX)]  # health after the player's
+    #                                    last update (Player._last_health: waking when hurt)
     # the clock and the night's noise (Env)
-    step: Field[np.int32]  # crafter's Env._step: steps since the world was made
+    step: Annotated[Field[np.int32], Range(0, _BIG)]  # crafter's Env._step: steps since
+    #                                    the world was made
     noise_key: Field[np.uint64]  # this step's night noise word (0 by day): render.py
-
-
-#: Each field's valid values (inclusive): any state inside them is safe for the kernels
-#: (no index out of range); consistency between fields (the object map and the slots) is
-#: :meth:`BatchCrafter.check_state`'s.
-STATE_RANGES: dict[str, tuple[float, float]] = {
-    "mat": (0, len(MATERIALS) - 1), "occ": (0, CAPACITY + 1), "n_objects": (0, CAPACITY),
-    "kind": (0, len(KINDS) - 1), "obj_x": (0, AREA - 1), "obj_y": (0, AREA - 1),
-    "obj_health": (0, 5), "obj_timer": (0, 2**31 - 2), "obj_dir": (0, 3),
-    "chunk_order": (0, _CHUNKS - 1), "n_chunks": (0, _CHUNKS),
-    "census": (0, CHUNK * CHUNK), "grass": (0, CHUNK * CHUNK), "path": (0, CHUNK * CHUNK),
-    "player_x": (0, AREA - 1), "player_y": (0, AREA - 1), "facing": (0, 3),
-    "inventory": (0, 9), "achievements": (0, 2**31 - 2), "hunger": (0, 25),
-    "thirst": (0, 20), "fatigue": (-10, 30), "recover": (-15, 25), "last_health": (0, 9),
-    "step": (0, 2**31 - 2),
-}
 
 
 class BatchCrafter(BatchEnv[CrafterState]):
@@ -267,10 +271,40 @@ class BatchCrafter(BatchEnv[CrafterState]):
 
     # ------------------------------------------------------------------ the rest
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
-        problems = {}
-        for name, (lo, hi) in STATE_RANGES.items():
-            v = states[name].reshape(len(states), -1)
-            problems[f"{name} outside [{lo}, {hi}]"] = ((v < lo) | (v > hi)).any(axis=1)
+        """The rules between fields (each field's range is checked before): the object map
+        names the player at its cell and slot k at slot k's cell, nothing else; the slots
+        below ``n_objects`` hold objects; the chunk list has no chunk twice; the census is
+        the objects' and the material map's."""
+        n = len(states)
+        problems = {name: np.zeros(n, dtype=bool) for name in (
+            "occ is not the player's and the objects' cells",
+            "a slot below n_objects is free", "chunk_order names a chunk twice",
+            "census, grass or path is not the chunks' count")}
+        chunk = (np.arange(AREA)[:, None] // CHUNK) * N_CHUNKS + np.arange(AREA)[None, :] \
+            // CHUNK
+        for r, rec in enumerate(states):
+            k = int(rec["n_objects"])
+            kind, x, y = rec["kind"][:k], rec["obj_x"][:k].astype(int), rec["obj_y"][:k]
+            occ = np.zeros((AREA, AREA), dtype=np.int64)
+            occ[x, y] = np.arange(k) + 2
+            occ[rec["player_x"], rec["player_y"]] = 1
+            clash = len({(a, b) for a, b in zip(x.tolist(), y.tolist())}
+                        | {(int(rec["player_x"]), int(rec["player_y"]))}) != k + 1
+            problems["occ is not the player's and the objects' cells"][r] = clash or not \
+                np.array_equal(occ, rec["occ"])
+            problems["a slot below n_objects is free"][r] = bool((kind == 0).any())
+            order = rec["chunk_order"][:int(rec["n_chunks"])]
+            problems["chunk_order names a chunk twice"][r] = len(set(order.tolist())) \
+                != len(order)
+            census = np.zeros((_CHUNKS, 3), dtype=np.int64)
+            for column, counted in enumerate((ZOMBIE, SKELETON, COW)):
+                np.add.at(census[:, column], chunk[x, y][kind == counted], 1)
+            problems["census, grass or path is not the chunks' count"][r] = not (
+                np.array_equal(census, rec["census"])
+                and np.array_equal(np.bincount(chunk[rec["mat"] == GRASS], minlength=_CHUNKS),
+                                   rec["grass"])
+                and np.array_equal(np.bincount(chunk[rec["mat"] == PATH], minlength=_CHUNKS),
+                                   rec["path"]))
         return problems
 
     def render_envs(self, s: Any) -> list[np.ndarray]:

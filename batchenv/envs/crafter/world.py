@@ -104,11 +104,13 @@ def enter_chunk(s: Any, i: int, c: int) -> None:
     """Chunk ``c`` joins the chunk list if it is not in it yet: crafter's chunks are a
     ``defaultdict`` whose keys appear when an object is first added to or moved into the
     chunk, and balancing visits them in that order."""
-    for j in range(s.n_chunks[i]):
+    n = s.n_chunks[i]
+    for j in range(n):
         if s.chunk_order[i, j] == c:
             return
-    s.chunk_order[i, s.n_chunks[i]] = c
-    s.n_chunks[i] += 1
+    if n < N_CHUNKS * N_CHUNKS:  # (always, in a consistent state: check_state)
+        s.chunk_order[i, n] = c
+        s.n_chunks[i] = n + 1
 
 
 @perenv.rule
