@@ -12,6 +12,7 @@ import pytest
 crafter = pytest.importorskip("crafter")  # the test extra pins it (batchenv[crafter])
 
 import crafter_parity as cp  # noqa: E402
+import crafter_stats as stats  # noqa: E402
 from crafter import objects  # noqa: E402
 
 from batchenv.envs.crafter import BatchCrafter, data, noise, render  # noqa: E402
@@ -408,3 +409,42 @@ def test_pixels_without_crafter_raise_naming_the_extra(monkeypatch):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="obs_type"):
         BatchCrafter(1, obs_type="rgb")
+
+
+# ----------------------------------------------------------------------------- statistics
+# Our worlds and episodes (our streams) against crafter's own (its streams): the means of
+# each metric compared with Welch's z; |z| below Z_MAX for every metric (the samples of
+# the fast tests are small: they catch gross differences, the slow ones finer ones).
+Z_MAX = 4.5
+
+
+@pytest.mark.parametrize("ours,theirs", [(256, 30), pytest.param(2048, 400,
+                                                                  marks=pytest.mark.slow)])
+def test_world_statistics(ours, theirs):
+    """Cells of each material and the cows, zombies and skeletons a world starts with."""
+    a = stats.our_worlds(ours, seed=1000)
+    b = stats.crafter_worlds(theirs, seed=7)
+    z = stats.z_scores(a, b)
+    worst = int(np.abs(z).argmax())
+    print(f"worlds {ours} vs {theirs}: worst z {z[worst]:+.2f} ({stats.WORLD_METRICS[worst]})")
+    assert np.abs(z).max() < Z_MAX, (stats.WORLD_METRICS[worst], z[worst])
+    assert a[:, stats.WORLD_METRICS.index("grass")].mean() > 1000  # (a world was made)
+
+
+@pytest.mark.parametrize("policy,ours,theirs", [
+    (stats.random_policy, 128, 10),
+    pytest.param(stats.random_policy, 1024, 150, marks=pytest.mark.slow),
+    pytest.param(stats.scripted, 512, 60, marks=pytest.mark.slow)])
+def test_episode_statistics(policy, ours, theirs):
+    """Episode length, return and each achievement's unlock rate under a policy."""
+    a = stats.our_episodes(policy, ours, seed=2000)
+    b = stats.crafter_episodes(policy, theirs, seed=9)
+    z = stats.z_scores(a, b)
+    names = ("length", "return", *data.ACHIEVEMENTS)
+    worst = int(np.abs(z).argmax())
+    print(f"{policy.__name__} {ours} vs {theirs}: worst z {z[worst]:+.2f} ({names[worst]}); "
+          f"length {a[:, 0].mean():.0f} vs {b[:, 0].mean():.0f}, return "
+          f"{a[:, 1].mean():.2f} vs {b[:, 1].mean():.2f}")
+    assert np.abs(z).max() < Z_MAX, (names[worst], z[worst], a.mean(0)[worst],
+                                     b.mean(0)[worst])
+    assert a[:, 0].mean() > 50 and a[:, 2:].sum() > 0
