@@ -28,11 +28,11 @@ order BatchCrafter uses (docs/crafter.md).
 
 from __future__ import annotations
 
+import crafter
 import numpy as np
 from _splitmix import unit, words
-
-import crafter
 from crafter import objects
+
 from batchenv.envs.crafter import render
 from batchenv.envs.crafter.data import ACHIEVEMENTS, ITEMS, KINDS, MATERIALS
 
@@ -153,9 +153,9 @@ def census(rec: np.ndarray) -> None:
 
 #: the fields a step is compared on (noise_perm is world generation's, compared there)
 COMPARED = ("mat", "occ", "n_objects", "kind", "obj_x", "obj_y", "obj_health", "obj_timer",
-            "obj_dir", "chunk_order", "n_chunks", "census", "grass", "path", "player_x", "player_y", "facing",
-            "sleeping", "inventory", "achievements", "hunger", "thirst", "fatigue",
-            "recover", "last_health", "step")
+            "obj_dir", "chunk_order", "n_chunks", "census", "grass", "path", "player_x",
+            "player_y", "facing", "sleeping", "inventory", "achievements", "hunger",
+            "thirst", "fatigue", "recover", "last_health", "step")
 
 
 def assert_same(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:

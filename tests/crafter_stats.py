@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 import crafter
+import numpy as np
 from crafter import objects
+
 from batchenv.envs.crafter import BatchCrafter
 from batchenv.envs.crafter.data import ACHIEVEMENTS, DIR_X, DIR_Y, ITEMS, MATERIALS
 

@@ -75,7 +75,9 @@ def extrapolate3(perm: np.ndarray, xsb: int, ysb: int, zsb: int, dx: float, dy: 
                  dz: float) -> float:
     """opensimplex's ``_extrapolate3``: the gradient of lattice point (xsb, ysb, zsb) (a
     hash of it through the permutation) dotted with the offset (dx, dy, dz)."""
-    index = np.int64(perm[(np.int64(perm[(np.int64(perm[xsb & 0xFF]) + ysb) & 0xFF]) + zsb) & 0xFF]) % 24 * 3
+    h = np.int64(perm[xsb & 0xFF])
+    h = np.int64(perm[(h + ysb) & 0xFF])
+    index = np.int64(perm[(h + zsb) & 0xFF]) % 24 * 3
     return GRADIENTS3[index] * dx + GRADIENTS3[index + 1] * dy + GRADIENTS3[index + 2] * dz
 
 

@@ -33,9 +33,9 @@ asleep, and past crafter's 10,000 steps the pixels are lit one by one.
 **The night noise** (crafter: ``world.random.uniform(32, 127, (63, 49))`` per night step):
 one word of the env's stream per night step (``noise_key``, drawn at the end of the step
 where crafter's ``render`` draws its noise), from which pixel ``p = 63 y + x``'s noise is
-``32 + 95 (b + 0.5) / 65536``, ``b`` the 16-bit lane ``p % 4`` of SplitMix64's word
-``p // 4`` of the stream keyed ``noise_key`` (:func:`noise_field` computes the same array
-in numpy, for the parity tests).
+``32 + 95 (b + 0.5) / 65536``, ``b`` the low 16 bits of a 32-bit hash of the key and ``p``
+(:func:`noise_hash`; :func:`noise_field` computes the same array in numpy, for the parity
+tests).
 """
 
 from __future__ import annotations
@@ -76,14 +76,20 @@ _PLAYER_TEX, _SLEEP_TEX = 1, 5  # + facing
 _KIND_TEX = np.array([0, 6, 7, 8, 9, 13], dtype=np.int64)  # by kind (arrow, plant: + more)
 TINT = (0, 16, 64)  # LocalView._light's night tint
 SLEEP_TINT = (0, 0, 16)  # LocalView._sleep's tint
+# each tint's half, as crafter's _tint computes ``amount * color`` (amount 0.5)
+_TINT0, _TINT1, _TINT2 = (0.5 * c for c in TINT)
+_SLEEP0, _SLEEP1, _SLEEP2 = (0.5 * c for c in SLEEP_TINT)
 #: daylight < 0.5: the noise (LocalView._light)
 _VIGNETTE_STDDEV = 0.5
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-_LANE = np.uint64(0xFFFF)
-_SIXTEEN = np.uint64(16)
+_LANE32 = np.uint32(0xFFFF)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S16, _S15 = np.uint32(16), np.uint32(15)
+_LB1, _LB2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)  # lowbias32's multipliers
+#: Pillow's RGB -> L weights (``L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16``) and the
+#: other constants of the light formula, as uint32
+_R, _G, _B, _HALF = np.uint32(19595), np.uint32(38470), np.uint32(7471), np.uint32(0x8000)
+_2, _3, _5 = np.uint32(2), np.uint32(3), np.uint32(5)
 
 
 def assets_dir() -> pathlib.Path:
@@ -229,14 +235,14 @@ def tables() -> Tables:
 def noise_field(key: int) -> np.ndarray:
     """The night noise of :func:`observe_pixels` for ``noise_key`` ``key``, as crafter's
     ``uniform(32, 127, (63, 49))`` array ([x, y]): for the parity tests to give crafter."""
-    p = np.arange(_WORLD_PX_W * _WORLD_PX_H, dtype=np.uint64)
+    key = int(key)
+    k32 = np.uint32((key ^ (key >> 32)) & 0xFFFFFFFF)
+    h = k32 ^ np.arange(_WORLD_PX_W * _WORLD_PX_H, dtype=np.uint32)
     with np.errstate(over="ignore"):
-        w = np.uint64(key) + (p >> np.uint64(2)) * _GOLDEN
-        w = (w ^ (w >> _S30)) * _MIX1
-        w = (w ^ (w >> _S27)) * _MIX2
-        w = w ^ (w >> _S31)
-    b = (w >> (np.uint64(16) * (p & np.uint64(3)))) & _LANE
-    n = 32.0 + 95.0 * ((b.astype(np.float64) + 0.5) * (1.0 / 65536.0))
+        h = (h ^ (h >> _S16)) * _LB1
+        h = (h ^ (h >> _S15)) * _LB2
+    h = h ^ (h >> _S16)
+    n = 32.0 + 95.0 * (((h & _LANE32).astype(np.float64) + 0.5) * (1.0 / 65536.0))
     return n.reshape(_WORLD_PX_H, _WORLD_PX_W).T.copy()
 
 
@@ -260,48 +266,70 @@ def object_texture(s: Any, i: int, who: int) -> int:
     return tex
 
 
-@perenv.rule
-def mix(x: np.uint64) -> np.uint64:
-    x = (x ^ (x >> _S30)) * _MIX1
-    x = (x ^ (x >> _S27)) * _MIX2
-    return x ^ (x >> _S31)
+@perenv.rule(inline=True)
+def noise_hash(key: np.uint32, p: np.uint32) -> np.uint32:
+    """Pixel ``p``'s hash of the night's key (C. Wellons' ``lowbias32`` of ``key ^ p``): 32
+    bits whose low 16 make the pixel's noise. 32-bit: the compiled loop over a row's
+    pixels does eight or sixteen at once."""
+    h = np.uint32(key ^ p)
+    h = np.uint32((h ^ (h >> _S16)) * _LB1)  # (compiled, uint32 arithmetic is done in 64
+    h = np.uint32((h ^ (h >> _S15)) * _LB2)  # bits: each product is cut back to 32)
+    return np.uint32(h ^ (h >> _S16))
 
 
 @perenv.rule
 def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping: bool,
                vig: np.ndarray) -> None:
     """The formula of the module docstring over the world's 63 x 49 pixels of ``obs``, in
-    place (unlit pixels in, lit out)."""
-    amount = 2 * (0.5 - d)
-    w = np.uint64(0)
-    p = 0
+    place (unlit pixels in, lit out): :func:`light_row` on each row, then (asleep)
+    :func:`sleep_row`."""
+    amount = 2 * (0.5 - d) if noisy else 0.0
+    flat = obs.reshape(-1)
+    k32 = np.uint32((key ^ (key >> _S32)) & _LOW32)
     for y in range(_WORLD_PX_H):
-        for x in range(_WORLD_PX_W):
-            c0, c1, c2 = np.int64(obs[y, x, 0]), np.int64(obs[y, x, 1]), np.int64(obs[y, x, 2])
-            if noisy:
-                if p % 4 == 0:
-                    w = mix(key + np.uint64(p // 4) * _GOLDEN)
-                n = 32.0 + 95.0 * ((float(w & _LANE) + 0.5) * (1.0 / 65536.0))
-                w >>= _SIXTEEN
-                m = amount * vig[y, x]
-                t0 = int((1 - m) * c0 + m * n)
-                t1 = int((1 - m) * c1 + m * n)
-                t2 = int((1 - m) * c2 + m * n)
-            else:
-                t0, t1, t2 = c0, c1, c2
-            p += 1
-            grey = (t0 * 19595 + t1 * 38470 + t2 * 7471 + 0x8000) >> 16
-            o0 = int(d * c0 + (1 - d) * ((1 - 0.5) * ((3 * grey + 2 * t0) // 5) + 0.5 * TINT[0]))
-            o1 = int(d * c1 + (1 - d) * ((1 - 0.5) * ((3 * grey + 2 * t1) // 5) + 0.5 * TINT[1]))
-            o2 = int(d * c2 + (1 - d) * ((1 - 0.5) * ((3 * grey + 2 * t2) // 5) + 0.5 * TINT[2]))
-            if sleeping:
-                grey = (o0 * 19595 + o1 * 38470 + o2 * 7471 + 0x8000) >> 16
-                o0 = int((1 - 0.5) * grey + 0.5 * SLEEP_TINT[0])
-                o1 = int((1 - 0.5) * grey + 0.5 * SLEEP_TINT[1])
-                o2 = int((1 - 0.5) * grey + 0.5 * SLEEP_TINT[2])
-            obs[y, x, 0] = o0
-            obs[y, x, 1] = o1
-            obs[y, x, 2] = o2
+        light_row(flat, y, d, amount, k32, vig)
+        if sleeping:
+            sleep_row(flat, y)
+
+
+@perenv.rule(inline=True)
+def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
+              vig: np.ndarray) -> None:
+    """Row ``y`` of the world's pixels lit (``amount`` 0: no noise; the same values as
+    without it, as ``m`` is then 0). Unsigned integers, one flat index, no branch: the
+    loop compiles to vector instructions, sixteen pixels at a time."""
+    first = y * SIZE * 3
+    for x in range(_WORLD_PX_W):
+        at = first + x * 3
+        c0 = np.float64(flat[at])
+        c1 = np.float64(flat[at + 1])
+        c2 = np.float64(flat[at + 2])
+        h = noise_hash(k32, np.uint32(y * _WORLD_PX_W + x))
+        n = 32.0 + 95.0 * ((np.float64(h & _LANE32) + 0.5) * (1.0 / 65536.0))
+        m = amount * vig[y, x]
+        t0 = np.uint32((1 - m) * c0 + m * n)
+        t1 = np.uint32((1 - m) * c1 + m * n)
+        t2 = np.uint32((1 - m) * c2 + m * n)
+        grey = (t0 * _R + t1 * _G + t2 * _B + _HALF) >> _S16
+        e0 = (_3 * grey + _2 * t0) // _5
+        e1 = (_3 * grey + _2 * t1) // _5
+        e2 = (_3 * grey + _2 * t2) // _5
+        flat[at] = np.uint32(d * c0 + (1 - d) * ((1 - 0.5) * np.float64(e0) + _TINT0))
+        flat[at + 1] = np.uint32(d * c1 + (1 - d) * ((1 - 0.5) * np.float64(e1) + _TINT1))
+        flat[at + 2] = np.uint32(d * c2 + (1 - d) * ((1 - 0.5) * np.float64(e2) + _TINT2))
+
+
+@perenv.rule(inline=True)
+def sleep_row(flat: np.ndarray, y: int) -> None:
+    """Row ``y`` of the world's lit pixels greyed and tinted (``LocalView._sleep``)."""
+    first = y * SIZE * 3
+    for x in range(_WORLD_PX_W):
+        at = first + x * 3
+        grey = (np.uint32(flat[at]) * _R + np.uint32(flat[at + 1]) * _G
+                + np.uint32(flat[at + 2]) * _B + _HALF) >> _S16
+        flat[at] = np.uint32((1 - 0.5) * np.float64(grey) + _SLEEP0)
+        flat[at + 1] = np.uint32((1 - 0.5) * np.float64(grey) + _SLEEP1)
+        flat[at + 2] = np.uint32((1 - 0.5) * np.float64(grey) + _SLEEP2)
 
 
 def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:

@@ -81,8 +81,8 @@ from batchenv.envs.crafter.data import (
 from batchenv.envs.crafter.world import (
     AREA,
     add_object,
-    chunk_of,
     census_column,
+    chunk_of,
     compact,
     enter_chunk,
     is_free,
