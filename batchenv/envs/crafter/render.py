@@ -121,7 +121,7 @@ def texture(name: str, size: int) -> np.ndarray:
     from PIL import Image
 
     image = _originals()[name]
-    return np.array(Image.fromarray(image).resize((size, size), resample=Image.NEAREST))
+    return np.array(Image.fromarray(image).resize((size, size), resample=Image.Resampling.NEAREST))
 
 
 def _draw(canvas: np.ndarray, x: int, y: int, tex: np.ndarray) -> None:
@@ -179,16 +179,11 @@ def vignette() -> np.ndarray:
         (1 - np.exp(-0.5 * (xs ** 2 + ys ** 2) / (_VIGNETTE_STDDEV ** 2)).T).T)
 
 
-def light(pixels: np.ndarray, d: float, noise: np.ndarray | None = None,
-          amount_mask: np.ndarray | None = None, sleeping: bool = False) -> np.ndarray:
-    """The lighting of the formula above, in numpy, on uint8 pixels ``(..., 3)`` (noise and
-    its mask broadcast over the leading axes): what the tables are made with."""
+def light(pixels: np.ndarray, d: float, sleeping: bool = False) -> np.ndarray:
+    """The lighting of the formula above without noise, in numpy, on uint8 pixels
+    ``(..., 3)``: what the day's tables are made with."""
     c = pixels.astype(np.float64)
-    if noise is None:
-        t = pixels.astype(np.int64)
-    else:
-        t = ((1 - amount_mask[..., None]) * c + amount_mask[..., None] * noise[..., None]
-             ).astype(np.uint8).astype(np.int64)
+    t = pixels.astype(np.int64)
     grey = (t[..., 0] * 19595 + t[..., 1] * 38470 + t[..., 2] * 7471 + 0x8000) >> 16
     e = (3 * grey[..., None] + 2 * t) // 5
     night = (1 - 0.5) * e + 0.5 * np.array(TINT)
