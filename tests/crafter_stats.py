@@ -54,9 +54,14 @@ def our_worlds(count: int, seed: int = 0) -> np.ndarray:
     return out
 
 
-def z_scores(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Welch's two-sample z of the means, per column (0 where both columns are constant)."""
+def z_scores(a: np.ndarray, b: np.ndarray, rates: slice = slice(0, 0)) -> np.ndarray:
+    """Two-sample z of the means, per column (0 where both columns are constant): Welch's,
+    and for the columns ``rates`` (0/1 outcomes: achievements unlocked) the two-proportion
+    test's, with the pooled rate (a rare outcome never seen in the smaller sample would
+    make Welch's z large by chance: its variance there is 0)."""
     se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))
+    pooled = (a.sum(axis=0) + b.sum(axis=0)) / (len(a) + len(b))
+    se[rates] = np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b)))[rates]
     diff = a.mean(axis=0) - b.mean(axis=0)
     return np.divide(diff, se, out=np.zeros_like(diff), where=se > 0)
 
