@@ -24,8 +24,9 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
                repeats: int = 5, ale: bool = True, out=None) -> list[dict]:
     """Print BatchPong's throughput next to the plain-Python baseline (and ALE when ale-py
     is installed), all measured in this run and interleaved: each of ``repeats`` rounds
-    times every case once, so all cases see the same machine load (as
-    ``benchmarks/bench_pong.py`` does); figures are the medians. Returns the rows."""
+    times every case once, so all cases see the same machine load; figures are the medians.
+    Returns the rows. (The full comparison: ``python -m pytest benchmarks --benchmark-only``,
+    docs/performance.md.)"""
     import statistics
     import time
 
@@ -92,7 +93,8 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     for env in keep[2 if ale_s else 1:]:
         env.close()
     line("")
-    line("Full figures: python benchmarks/bench_pong.py; plot: python benchmarks/plot_scaling.py")
+    line("Every env beside its peers: python -m pytest benchmarks --benchmark-only "
+         "(docs/performance.md)")
     return rows
 
 

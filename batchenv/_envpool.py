@@ -25,7 +25,8 @@ class EnvPoolAPI:
         observations with zero rewards and False flags."""
         obs, info = self.reset(seed=seed, options=options)  # type: ignore[attr-defined]
         n = self.num_envs
-        self._pending = (obs, np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), info)
+        rewards = np.zeros(n, dtype=getattr(self, "reward_dtype", np.float64))  # as step's
+        self._pending = (obs, rewards, np.zeros(n, bool), np.zeros(n, bool), info)
 
     def send(self, actions: Any, env_id: np.ndarray | None = None) -> None:
         """EnvPool's ``send``: :meth:`step` every env with ``actions``; :meth:`recv` returns

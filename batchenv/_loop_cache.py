@@ -3,31 +3,35 @@ version of its rules, not once per process.
 
 numba's own ``cache=True`` cannot cache a closure over the class's kernels (its index key
 hashes the pickled closure cells, and a compiled function pickles with a per-process id), so
-:mod:`batchenv.perenv` writes each class's loops as a small generated module,
-``<cache dir>/<Class>_<key>.py``: the loops as top-level functions decorated with numba's
+:mod:`batchenv._loops` writes each class's loop as a small module,
+``<cache dir>/_batchenv_loop_<Class>_<key>.py``: the loop template with numba's
 ``cache=True`` (numba keeps the machine code in ``__pycache__`` beside it), the kernels
 injected as the module's globals before it runs. The namedtuple classes of the state and
-the parameters live in :mod:`batchenv.perenv`, named after their fields (one class per
-list of fields, shared by the env classes that have it), so that numba's cached signatures
-name them by reference in every process (numba tells namedtuple types apart by class).
+the parameters live in :mod:`batchenv._loops`, named after their fields, so that numba's
+cached signatures name them by reference in every process.
 
 numba checks neither the functions a cached function calls nor the globals it froze in,
-so the file's ``key`` hashes everything the compiled code depends on (:func:`key`): the
-generated text (the loop template and the tuples' fields), the versions of Python, numpy,
-numba and llvmlite, the class's module and name, the fields' dtypes, perenv.py, and the
-kernels with everything they reach through their globals, transitively (the source file and
-code of every function, numba-compiled or ``@rule``, and ``@overload`` implementations; the
-values of the constants, arrays and enums they read; closure cells and default arguments).
-A change to any of them gives a new file name: a stale machine code is never found. Old
-files are never read again; deleting the directory is always safe.
+so the file's ``key`` hashes everything the compiled code depends on (:func:`key`), computed
+when the loop is compiled (the moment numba freezes the globals): the loop's own files (the
+template, ``_loops.py``, ``_borrow.py``, ``perenv.py``), the compile options, the state's
+fields and dtypes and the parameters' names, the versions of Python, numpy, numba and
+llvmlite, numba's settings (every ``NUMBA_*`` environment variable and a
+``.numba_config.yaml`` in the working directory), the class's module and name, and the
+kernels with everything they reach through their globals, transitively: the source file and
+code of every function (numba-compiled, ``@rule`` or plain), the values of the constants,
+arrays, enums and namedtuples they read (field names included), every attribute they read
+from a module or class (``cfg.BONUS``), closure cells and default arguments. A change to any
+of them gives a new file name: a stale machine code is never found. Old files are never read
+again; deleting the directory is always safe.
 
 A class whose kernels reach something this cannot hash (code without a source file, as in
 an interactive session; an object of an unknown kind in a global or a closure cell) is not
-cached: its loops are compiled in every process, as without the cache.
+cached: its loop is compiled in every process, as without the cache. An entry that cannot be
+written or read (a full disk, a read-only or corrupt file) is the same: a warning, and the
+loop compiled without the cache.
 
 The directory: ``$BATCHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/batchenv``, else
-``~/.cache/batchenv``; ``BATCHENV_CACHE_DIR=""`` turns the cache off. An unwritable
-directory turns it off too (the same results, compiled in every process).
+``~/.cache/batchenv``; ``BATCHENV_CACHE_DIR=""`` turns the cache off.
 """
 
 from __future__ import annotations
@@ -41,13 +45,14 @@ import logging
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ENV_VAR", "cache_dir", "Uncachable", "key", "load"]
+__all__ = ["ENV_VAR", "cache_dir", "Uncachable", "key", "load", "warn_unusable", "discard"]
 
 #: The environment variable naming the cache directory ("" turns the cache off).
 ENV_VAR = "BATCHENV_CACHE_DIR"
@@ -84,24 +89,6 @@ def _top(module_name: Any) -> str:
     return str(module_name or "").partition(".")[0]
 
 
-def _overloads() -> dict[Any, list[Any]]:
-    """numba's ``@overload`` (and ``register_jitable``) implementations by the function they
-    stand for: the code numba compiles for a call to that function."""
-    from numba.core.typing.templates import builtin_registry
-
-    found: dict[Any, list[Any]] = {}
-    for func, typ in builtin_registry.globals:
-        for template in getattr(typ, "templates", ()):
-            impl = getattr(template, "_overload_func", None)
-            if impl is not None:
-                options = getattr(template, "_jit_options", {})
-                try:
-                    found.setdefault(func, []).append((impl, sorted(options.items())))
-                except TypeError:  # (an unhashable func: not a global a kernel names)
-                    pass
-    return found
-
-
 class _Digest:
     """A sha256 of a class's kernels and everything they reach (see the module docstring)."""
 
@@ -109,7 +96,7 @@ class _Digest:
         self.hash = hashlib.sha256()
         self.seen: set[int] = set()
         self.keep: list[Any] = []  # (so that ids in `seen` are not reused meanwhile)
-        self.overloads: dict[Any, list[Any]] | None = None
+        self.attributes: set[tuple[int, str]] = set()  # (module or class, name) hashed
 
     def add(self, *parts: Any) -> None:
         for part in parts:
@@ -122,6 +109,19 @@ class _Digest:
         self.seen.add(id(obj))
         self.keep.append(obj)
         return True
+
+    def attribute(self, owner: Any, name: str, what: str, names: set[str]) -> None:
+        """Hash ``owner.name`` (a module's or class's attribute a kernel may read), once per
+        owner and name: each function reaching ``owner`` adds the names it uses."""
+        if name not in owner.__dict__ or (id(owner), name) in self.attributes:
+            return
+        self.attributes.add((id(owner), name))
+        self.keep.append(owner)
+        self.add("attribute", getattr(owner, "__qualname__", owner.__name__), name)
+        value = owner.__dict__[name]
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        self.value(value, f"{what}.{name}", names)
 
     def file(self, path: str | None, what: str) -> None:
         if not path or not os.path.isfile(path):
@@ -160,11 +160,6 @@ class _Digest:
             if name in f.__globals__:
                 self.add("global", name)
                 self.value(f.__globals__[name], f"{what}: global {name!r}", names)
-        if self.overloads is None:
-            self.overloads = _overloads()
-        for impl, options in self.overloads.get(f, ()):
-            self.add("overload", options)
-            self.value(impl, f"{what} (its @overload)", set())
 
     def value(self, v: Any, what: str, names: set[str]) -> None:
         """Hash a value a kernel reads (numba freezes globals into the machine code) or a
@@ -178,16 +173,17 @@ class _Digest:
         elif isinstance(v, np.generic):
             self.add("scalar", v.dtype.str, v.tobytes())
         elif isinstance(v, (tuple, list)):
-            self.add(type(v).__name__, len(v))
-            for item in v:
+            self.add(type(v).__name__, len(v), getattr(v, "_fields", None))  # (namedtuples:
+            for item in v:  # kernels read their fields by name)
                 self.value(item, what, names)
         elif isinstance(v, enum.Enum):
             self.add("enum", type(v).__module__, type(v).__qualname__, v.name)
             self.value(v.value, what, names)
             self.value(type(v), what, set())
-        elif _is_dispatcher(v):  # numba.njit(...) function: its Python code and options
+        elif _is_jitted(v):  # numba.njit(...) function: its Python code and options
             if self.first_time(v):
-                self.add("dispatcher", sorted((k, repr(o)) for k, o in v.targetoptions.items()))
+                options = getattr(v, "targetoptions", {})
+                self.add("jitted", sorted((k, repr(o)) for k, o in options.items()))
                 self.function(v.py_func)
         elif isinstance(v, types.FunctionType):
             if _top(v.__module__) in _LIBRARIES:
@@ -196,27 +192,17 @@ class _Digest:
                 self.function(v)
         elif isinstance(v, types.ModuleType):
             self.add("module", v.__name__)
-            if _top(v.__name__) not in _LIBRARIES and self.first_time(v):
+            if _top(v.__name__) not in _LIBRARIES:
                 for name in sorted(names):
-                    if name in v.__dict__:
-                        self.add("attribute", name)
-                        self.value(v.__dict__[name], f"{what}.{name}", names)
+                    self.attribute(v, name, what, names)
         elif isinstance(v, type):
-            self.add("class", v.__module__, v.__qualname__)
-            if _top(v.__module__) not in _LIBRARIES and self.first_time(v):
-                module = sys.modules.get(v.__module__)
-                self.file(getattr(module, "__file__", None), f"class {v.__qualname__}")
+            self.add("class", v.__module__, v.__qualname__, getattr(v, "_fields", None))
+            if _top(v.__module__) not in _LIBRARIES:
+                if self.first_time(v):
+                    module = sys.modules.get(v.__module__)
+                    self.file(getattr(module, "__file__", None), f"class {v.__qualname__}")
                 for name in sorted(names):
-                    if name in v.__dict__:
-                        self.add("attribute", name)
-                        attr = v.__dict__[name]
-                        if isinstance(attr, (staticmethod, classmethod)):
-                            attr = attr.__func__
-                        self.value(attr, f"{what}.{name}", names)
-        elif callable(getattr(v, "_defn", None)):  # numba's @intrinsic: its code generator
-            if self.first_time(v):
-                self.add("intrinsic")
-                self.function(v._defn)
+                    self.attribute(v, name, what, names)
         elif _top(getattr(v, "__module__", None)) in _LIBRARIES or \
                 _top(type(v).__module__) in _LIBRARIES:  # ufuncs, numba types, ...
             self.add("library object", type(v).__qualname__, repr(v))
@@ -243,30 +229,65 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
             yield from _global_names(const)
 
 
-def _is_dispatcher(v: Any) -> bool:
+def _is_jitted(v: Any) -> bool:
     if "numba" not in sys.modules:
         return False
-    from numba.core.dispatcher import Dispatcher
+    from numba.extending import is_jitted
 
-    return isinstance(v, Dispatcher)
+    return bool(is_jitted(v))
 
 
-def key(cls: type, kernels: tuple[Callable[..., Any], ...], text: str, extra: Any) -> str:
-    """The hex sha256 of everything ``cls``'s compiled loops depend on: ``text`` (the
-    generated module), ``extra`` (the compile options, the fields' dtypes), the versions,
-    perenv.py, and ``kernels`` with all they reach. Raises :class:`Uncachable`."""
+#: The package's files that make up the compiled loop (beside the author's kernels).
+_LOOP_FILES = ("_loops_template.py", "_loops.py", "_borrow.py", "perenv.py")
+
+
+def numba_settings() -> list[tuple[str, str]]:
+    """What configures numba's code generation besides the code: its environment variables
+    (``NUMBA_BOUNDSCHECK``, ``NUMBA_OPT``, ...) and a ``.numba_config.yaml`` in the working
+    directory, which numba reads at import."""
+    found = sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_"))
+    try:
+        found.append(("config", Path(".numba_config.yaml").read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):
+        pass
+    return found
+
+
+def key(cls: type, kernels: tuple[Callable[..., Any], ...], extra: Any) -> str:
+    """The hex sha256 of everything ``cls``'s compiled loop depends on: ``extra`` (the
+    compile options, the fields and their dtypes), the loop's files, the versions, numba's
+    settings, and ``kernels`` with all they reach. Raises :class:`Uncachable`."""
     from importlib.metadata import version
 
     import numba
 
     digest = _Digest()
-    digest.add(text, extra, sys.version, sys.implementation.cache_tag, np.__version__,
-               numba.__version__, version("llvmlite"), cls.__module__, cls.__qualname__)
-    digest.file(sys.modules[__name__.rpartition(".")[0] + ".perenv"].__file__, "perenv")
+    digest.add(extra, sys.version, sys.implementation.cache_tag, np.__version__,
+               numba.__version__, version("llvmlite"), numba_settings(), cls.__module__,
+               cls.__qualname__)
+    here = Path(__file__).parent
+    for name in _LOOP_FILES:
+        digest.file(str(here / name), name)
     for kernel in kernels:
         digest.value(kernel, f"{cls.__qualname__}.{getattr(kernel, '__name__', kernel)}",
                      set())
     return digest.hash.hexdigest()
+
+
+_warned: set[str] = set()
+
+
+def warn_unusable(cls: type, path: str | None, error: BaseException) -> None:
+    """Say (once per entry) that the cache could not be used for ``cls``'s loop: it is
+    compiled without it, with the same results."""
+    where = path or "?"
+    if where in _warned:
+        return
+    _warned.add(where)
+    warnings.warn(f"batchenv: the compile cache entry {where} of {cls.__qualname__}'s per-env "
+                  f"loop could not be used ({type(error).__name__}: {error}); compiled "
+                  f"without the cache (the same results). Deleting the cache directory "
+                  f"({ENV_VAR}) is always safe.", RuntimeWarning, stacklevel=2)
 
 
 def load(name: str, text: str, directory: Path, injected: dict[str, Any]) -> types.ModuleType:
@@ -302,3 +323,17 @@ def load(name: str, text: str, directory: Path, injected: dict[str, Any]) -> typ
         del sys.modules[name]
         raise
     return module
+
+
+def discard(path: str | None) -> None:
+    """Delete a cache entry that could not be used (the module and numba's files of it), so
+    that the next process writes it anew; what cannot be deleted stays."""
+    if not path:
+        return
+    module = Path(path)
+    sys.modules.pop(module.stem, None)
+    for found in [module, *module.parent.glob(f"__pycache__/{module.stem}.*")]:
+        try:
+            found.unlink()
+        except OSError:
+            pass

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from copy import deepcopy
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -31,8 +33,10 @@ from gymnasium.spaces.box import array_short_repr
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from batchenv import perenv
+from batchenv import debug as debug_mode
 from batchenv._envpool import EnvPoolAPI
+from batchenv._loops import PerEnvForm
+from batchenv.forms import KernelForm, NumpyForm, choose, default_kernel
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import (
     Range,
@@ -52,6 +56,7 @@ from batchenv.validation import (  # the argument front end, shared with the oth
     check_num_envs,
     check_observation_space,
     check_reset,
+    check_reward_dtype,
     check_seed,
     check_set_state,
     check_state_values,
@@ -110,6 +115,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             tells which runs.
         num_threads: threads of the compiled loop (``kernels="numba"``); default 1.
             Results are identical for every thread count.
+        reward_dtype: the dtype of the returned rewards: ``np.float32`` (default, as
+            EnvPool, gymnax and PufferLib) or ``np.float64``. Kernels compute rewards in
+            their own dtype; the base class converts them once, into its buffer.
 
     ``SyncVectorEnv``'s API, for one batched object: :attr:`np_random_seed` is one seed
     per env; :meth:`call` and :meth:`get_attr` run or read once on the batch and return the
@@ -152,6 +160,12 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
     #: many threads: set by the constructor's ``kernels`` and ``num_threads``.
     kernels: str = "numpy"
     num_threads: int = 1
+    #: Instance attributes the per-env kernels read as ``p.<name>`` (:mod:`batchenv.perenv`);
+    #: setting one (``env.x = v``, ``set_attr``) takes effect from the next kernel call.
+    kernel_params: ClassVar[tuple[str, ...]] = ()
+    #: For a class with both forms of its rules: the form ``kernels="auto"`` runs
+    #: (:mod:`batchenv.forms`).
+    default_kernels: ClassVar[str] = "numba"
     #: Per-env seed values of the current streams (see :attr:`np_random_seed`); None until
     #: drawn or given.
     _seed_values: np.ndarray | None = None
@@ -175,8 +189,10 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         debug: bool | None = None,
         kernels: str = "auto",
         num_threads: int | None = None,
+        reward_dtype: Any = np.float32,
     ) -> None:
         self.num_envs = check_num_envs(num_envs, n)
+        self.reward_dtype = check_reward_dtype(reward_dtype)
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
         if max_episode_steps is _USE_CLASS_DEFAULT:
             max_episode_steps = self.default_max_episode_steps
@@ -212,25 +228,40 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         self.state: S = cast(S, self.state_type(self.full_state_dtype, n_envs))
         space = self.single_observation_space
         self._obs = np.zeros((n_envs, *(space.shape or ())), dtype=space.dtype)
-        self._reward = np.zeros(n_envs, dtype=np.float64)
+        self._reward = np.zeros(n_envs, dtype=self.reward_dtype)
         self._flags = np.zeros((2, n_envs), dtype=np.bool_)  # one block: one scatter resets both
         self._terminated, self._truncated = self._flags
         self._episode_over = np.zeros(n_envs, dtype=np.bool_)
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._seeded = False
         self._needs_reset = True  # no state yet: step() before reset() is an error
+        self._broken: str | None = None  # why step() is refused until reset (a kernel raised)
+        # [what the kernels are changing, or None]: a list, so that the step sets it without
+        # an attribute write (see _guard)
+        self._phase: list[str | None] = [None]
+        self._busy = threading.Lock()  # held by the call in progress (see _guard)
         self.closed = False
-        #: The per-env kernels' loops (:mod:`batchenv.perenv`), None when numpy kernels run.
-        self._per_env = perenv.bind(self, kernels, num_threads)
         if debug is None:
             debug = os.environ.get("BATCHENV_DEBUG", "") not in ("", "0")
         self.debug = bool(debug)
-        if self.debug:
-            from batchenv.debug import install
+        self._choice = choose(type(self), kernels, num_threads)
+        self._form = _make_form(self)
+        self.kernels, self.num_threads = self._choice.kind, self._choice.num_threads
 
-            install(self)
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in type(self).kernel_params and "_form" in self.__dict__:
+            self._form.params_changed()  # (every later reset and step reads the new value)
+
+    @property
+    def kernel_form(self) -> KernelForm:
+        """The form of the rules that steps this env, chosen once at construction:
+        ``.kind`` (``"numpy"``, ``"numba"`` or ``"python"``), ``.num_threads``,
+        ``.checked`` (debug mode) and ``.why`` (:mod:`batchenv.forms`)."""
+        return self._form
 
     # ------------------------------------------------------------------ kernels (override)
+    @default_kernel
     def reset_envs(self, s: S, rng: BatchRandom) -> None:
         """Fill every row of ``s`` with a start state, drawing randomness from ``rng``.
 
@@ -242,6 +273,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             f"state into every row of s (fields in place: s.x[:] = ...), drawing only from "
             f"rng; see docs/first_env.md")
 
+    @default_kernel
     def step_envs(self, s: S, action: np.ndarray, rng: BatchRandom
                   ) -> tuple[np.ndarray, np.ndarray]:
         """Advance every row of ``s`` in place by one step with ``action`` (validated, one row
@@ -253,6 +285,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             f"every row of s in place and return (reward, terminated), two arrays of shape "
             f"(num_envs,); see docs/first_env.md")
 
+    @default_kernel
     def observe(self, s: S, out: np.ndarray) -> None:
         """Write the observation of every row of ``s`` into ``out`` (``len(s)`` rows)."""
         raise NotImplementedError(
@@ -304,8 +337,24 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         reset, an all-True mask is a full reset and any other mask raises
         :class:`StepBeforeResetError`.
         """
-        self._check_open()
-        mask, values, given = check_reset(seed, options, self.num_envs, self._needs_reset)
+        with self._guard("reset"):
+            self._check_open()
+            mask, values, given = check_reset(seed, options, self.num_envs,
+                                              self._needs_reset)
+            self._phase[0] = "reset"
+            self._reseed(mask, values, given)
+            if mask is None:
+                self._reset_rows(self.state, self._rng)
+                self._needs_reset = False
+                self._broken = None
+            else:
+                self._reset_subset(np.flatnonzero(mask))
+            self._form.observe(self, self.state, self._obs)
+            self._phase[0] = None
+            return self._out(self._obs), self._field_info({})
+
+    def _reseed(self, mask: np.ndarray | None, values: np.ndarray, given: np.ndarray) -> None:
+        """Give the envs of ``mask`` (all: None) that were given a seed their new streams."""
         if not self._seeded:  # first reset: envs without a seed get fresh entropy (drawn
             fresh = self._pending_seeds()  # already if np_random_seed was asked for)
             values[~given] = fresh[~given]
@@ -319,37 +368,87 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
                 self._seed_values = np.zeros(self.num_envs, dtype=np.uint64)
             self._seed_values[rows] = values[rows]
         self._seeded = True
-        if mask is None:
-            self._reset_rows(self.state, self._rng)
-            self._needs_reset = False
-        else:
-            self._reset_subset(np.flatnonzero(mask))
-        self.observe(self.state, self._obs)
-        return self._out(self._obs), self._field_info({})
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
         """Step every env with ``actions`` (one row per env); see ``docs/autoreset.md``."""
-        if self._needs_reset:
-            self._check_open()
-            raise StepBeforeResetError("step() called before reset(): call reset() first")
-        if self._per_env is not None and not self.debug:  # the whole step in one pass,
-            return self._per_env.step(self, actions)  # the actions' check included
+        if not self._busy.acquire(blocking=False):
+            self._refuse_concurrent("step")
+        try:
+            if self._needs_reset:
+                self._check_open()
+                raise StepBeforeResetError(self._broken or "step() called before reset(): "
+                                           "call reset() first")
+            if self._form.fused:  # the whole step in one pass, the actions' check included
+                return cast(Any, self._form.step(self, actions))
+            return self._step_kernels(actions)
+        except BaseException as e:
+            self._fault(e)
+            raise
+        finally:
+            self._phase[0] = None
+            self._busy.release()
+
+    @contextmanager
+    def _guard(self, method: str) -> Iterator[None]:
+        """One call at a time, and no half-done change left silent: a second thread calling
+        while this one runs gets ``RuntimeError``; a kernel that raises while the state
+        changes (``_phase[0]`` set) leaves the env refusing ``step`` until ``reset`` (in
+        debug mode the checked kernels restore the batch instead). ``step`` inlines it."""
+        if not self._busy.acquire(blocking=False):
+            self._refuse_concurrent(method)
+        try:
+            yield
+        except BaseException as e:
+            self._fault(e)
+            raise
+        finally:
+            self._phase[0] = None
+            self._busy.release()
+
+    def _refuse_concurrent(self, method: str) -> None:
+        raise RuntimeError(f"{type(self).__name__}.{method}() called while another thread's "
+                           f"call on this env is running: a batched env is stepped by one "
+                           f"thread at a time (use one env per thread, or num_threads=k for "
+                           f"a compiled per-env env)")
+
+    def _fault(self, error: BaseException) -> None:
+        """``error`` escaped a call: if it came from a kernel changing the state, the env
+        refuses ``step`` until ``reset``, saying why."""
+        phase = self._phase[0]
+        if phase is not None and not getattr(error, "batch_restored", False):
+            self._broken = (f"step() refused: a kernel raised {type(error).__name__} during "
+                            f"{phase}(), which left the batch half-changed; call reset() "
+                            f"(debug=True checks every kernel and restores the batch "
+                            f"instead)")
+            self._needs_reset = True
+
+    def _step_kernels(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray, dict[str, Any]]:
+        """The step of a form that runs its kernels one by one (numpy kernels, debug mode):
+        the actions checked, the kernels, then the base class's part in numpy."""
         action = self._action_check(actions) if self.validate else read_only(actions)
         s = self.state
-        over = s.awaiting_reset
-        # count_nonzero and .nonzero() skip the reduction machinery of any()/flatnonzero()
-        waiting = over.nonzero()[0] if np.count_nonzero(over) else None
-        frozen: State | None = None
-        counters: np.ndarray | None = None
+        waiting = s.awaiting_reset.nonzero()[0] if np.count_nonzero(s.awaiting_reset) else None
+        held: Any = None
+        if waiting is not None:  # DISABLED: frozen, their rows kept; NEXT_STEP: their step
+            held = take_rows(s, waiting) if self.autoreset_mode is AutoresetMode.DISABLED \
+                else s.rng_counter[waiting]  # is discarded, and so is whatever it draws
+        self._phase[0] = "step"
+        reward = self._kernel_step(s, action)
+        s.elapsed_steps += 1
+        if self.max_episode_steps is not None:
+            np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
         if waiting is not None:
-            if self.autoreset_mode is AutoresetMode.DISABLED:
-                frozen = take_rows(s, waiting)
-            else:  # NEXT_STEP: their step is discarded, and so is whatever it draws
-                counters = s.rng_counter[waiting]
+            self._restart(waiting, held, reward)
+        info = self._episode_ends(s)
+        self._phase[0] = None
+        return self._step_outputs(s, reward, info)
 
+    def _kernel_step(self, s: S, action: np.ndarray) -> np.ndarray:
+        """``step_envs`` and its results in the env's buffers: the reward array returned."""
         try:
-            result = self.step_envs(s, action, self._rng)
+            result = self._form.step_envs(self, s, action, self._rng)
         except ValueError as e:
             if "read-only" in str(e):
                 raise ValueError(f"step_envs wrote into a read-only array ({e}): the action "
@@ -360,7 +459,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         try:
             reward, terminated = result
             if self.copy:  # the caller's copy, made straight from the kernel's array
-                reward = np.array(reward, dtype=np.float64)
+                reward = np.array(reward, dtype=self._reward.dtype)
                 if reward.shape != self._reward.shape:
                     raise ValueError(f"reward has shape {reward.shape}")
             else:  # copy=False: the caller sees the buffer
@@ -371,24 +470,26 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             np.copyto(self._terminated, terminated)
         except (TypeError, ValueError) as e:
             raise TypeError(_bad_step_return(result, self.num_envs, e)) from None
-        s.elapsed_steps += 1
-        if self.max_episode_steps is not None:
-            np.greater_equal(s.elapsed_steps, self.max_episode_steps, out=self._truncated)
+        return cast(np.ndarray, reward)
 
-        info: dict[str, Any] = {}
-        if waiting is not None:
-            if frozen is not None:  # DISABLED: finished envs stand still
-                put_rows(s, waiting, frozen)
-            else:  # NEXT_STEP: this step resets them, ignoring their action; their reset
-                # draws from where their streams stood before the discarded step, as a
-                # reset(options={"reset_mask": ...}) from the same state would
-                if counters is not None:
-                    s.rng_counter[waiting] = counters
-                self._reset_subset(waiting)
-            reward[waiting] = 0.0
-            self._flags[:, waiting] = False  # terminated and truncated
+    def _restart(self, waiting: np.ndarray, held: Any, reward: np.ndarray) -> None:
+        """The envs ``waiting`` for a reset as the step began: DISABLED puts their rows
+        back (``held``), NEXT_STEP resets them (their action ignored; the reset draws from
+        where their streams stood before the discarded step, ``held``, as a
+        ``reset(options={"reset_mask": ...})`` from the same state would)."""
+        s = self.state
+        if self.autoreset_mode is AutoresetMode.DISABLED:
+            put_rows(s, waiting, held)
+        else:
+            s.rng_counter[waiting] = held
+            self._reset_subset(waiting)
+        reward[waiting] = 0.0
+        self._flags[:, waiting] = False  # terminated and truncated
 
+    def _episode_ends(self, s: S) -> dict[str, Any]:
+        """The auto-reset mode's work on the envs whose episodes ended this step."""
         mode = self.autoreset_mode
+        info: dict[str, Any] = {}
         if mode is AutoresetMode.NEXT_STEP:  # every env awaiting a reset was reset above
             np.logical_or(self._terminated, self._truncated, out=s.awaiting_reset)
         else:
@@ -398,16 +499,21 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
                     info = self._reset_same_step(self._episode_over.nonzero()[0])
             else:  # DISABLED: frozen envs stay frozen
                 np.logical_or(s.awaiting_reset, self._episode_over, out=s.awaiting_reset)
-        if self._info_fields:
-            self._field_info(info)
+        return self._field_info(info)
+
+    def _step_outputs(self, s: S, reward: np.ndarray, info: dict[str, Any]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                 dict[str, Any]]:
+        """The observation, and the arrays ``step`` returns (copies with ``copy=True``)."""
+        observe = self._form.observe
         if not self.copy:
-            self.observe(s, self._obs)
+            observe(self, s, self._obs)
             return self._obs, reward, self._terminated, self._truncated, info
         if self.observe_fills_out:
             obs = np.empty_like(self._obs)
-            self.observe(s, obs)
+            observe(self, s, obs)
         else:
-            self.observe(s, self._obs)
+            observe(self, s, self._obs)
             obs = self._obs.copy()
         terminated, truncated = self._flags.copy()  # one copy of their block
         return obs, reward, terminated, truncated, info
@@ -502,18 +608,22 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         ``states`` has ``num_envs`` records, or (with ``mask``) one per True entry of
         ``mask``; with ``mask`` only those envs change. A full ``set_state`` also counts as a
         reset (``step`` may follow)."""
-        self._check_open()
-        states, idx = check_set_state(states, mask, self.num_envs, self.full_state_dtype,
-                                      self._needs_reset)
-        self._check_state_values(states, np.arange(self.num_envs) if idx is None else idx)
-        if idx is None:
-            from_records(self.state, states)
-            self._needs_reset = False
-        else:
-            from_records(self.state, states, idx)
-        self._seeded = True
-        self.observe(self.state, self._obs)
-        return self._obs.copy()
+        with self._guard("set_state"):
+            self._check_open()
+            states, idx = check_set_state(states, mask, self.num_envs, self.full_state_dtype,
+                                          self._needs_reset and self._broken is None)
+            self._check_state_values(states, np.arange(self.num_envs) if idx is None else idx)
+            if idx is None:
+                from_records(self.state, states)
+                self._needs_reset = False
+                self._broken = None
+            else:
+                from_records(self.state, states, idx)
+            self._seeded = True
+            self._phase[0] = "observe"
+            self._form.observe(self, self.state, self._obs)
+            self._phase[0] = None
+            return self._obs.copy()
 
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """The env's own invariants, checked by :meth:`set_state` before it writes anything.
@@ -537,20 +647,20 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             raise ClosedEnvError(f"{type(self).__name__} is closed: make a new env")
 
     def _reset_rows(self, s: S, rng: BatchRandom) -> None:
-        self.reset_envs(s, rng)
+        self._form.reset_envs(self, s, rng)
         s.elapsed_steps[...] = 0
         s.awaiting_reset[...] = False
 
     def _reset_subset(self, idx: np.ndarray) -> None:
         s = self.state
-        self.reset_rows(s, idx, self._rng.at(idx))
+        self._form.reset_rows(self, s, idx, self._rng.at(idx))
         s.elapsed_steps[idx] = 0
         s.awaiting_reset[idx] = False
 
     def _reset_same_step(self, done: np.ndarray) -> dict[str, Any]:
         final = take_rows(self.state, done)
         final_obs_rows = np.empty((len(done), *self._obs.shape[1:]), dtype=self._obs.dtype)
-        self.observe(final, final_obs_rows)
+        self._form.observe(self, final, final_obs_rows)
         self._reset_subset(done)
         final_obs = np.full(self.num_envs, None, dtype=object)
         # each entry as the single env returns it: a Discrete observation is a Python int
@@ -603,17 +713,8 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
-        for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated"):  # rebuilt below
-            d.pop(rebuilt, None)
-        if d.get("_per_env") is not None:  # compiled loops: bound again below
-            d["_per_env"] = True
-            for name in perenv.BOUND:
-                d.pop(name, None)
-        if d.get("debug"):  # the checking wrappers are closures: installed again below
-            from batchenv.debug import KERNELS
-
-            for name in KERNELS:
-                d.pop(name, None)
+        for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated", "_form", "_busy"):
+            d.pop(rebuilt, None)  # (made again below)
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
@@ -622,13 +723,8 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         self._rng = BatchRandom(self.state.rng_key, self.state.rng_counter)
         self._action_check = action_checker(self.single_action_space, self.num_envs,
                                              self.box_action_bounds)
-        if d.get("_per_env") is not None:
-            self._per_env = perenv.Runner(self, self.kernels, self.num_threads)
-            perenv.rebind(self, self._per_env)
-        if d.get("debug"):
-            from batchenv.debug import install
-
-            install(self)
+        self._busy = threading.Lock()
+        self._form = _make_form(self)
 
 
 def adopt_output_buffers(env: BatchEnv, obs: np.ndarray, reward: np.ndarray,
@@ -709,6 +805,24 @@ def batched_space(space: gym.Space, n: int) -> gym.Space:
     box._np_random = deepcopy(space.np_random)  # as batch_space seeds it
     return box
 
+
+
+def enable_debug(env: BatchEnv) -> None:
+    """Turn debug mode on for ``env`` (made without it): its form runs checked from now on."""
+    env.debug = True
+    env._form = _make_form(env)
+
+
+def _make_form(env: BatchEnv) -> KernelForm:
+    """The form :func:`batchenv.forms.choose` chose for ``env`` (``env._choice``), made:
+    debug mode runs it checked."""
+    kind, threads, why = env._choice
+    form: KernelForm
+    if kind == "numpy":
+        form = NumpyForm(why)
+    else:
+        form = PerEnvForm(env, kind, threads, why, checked=env.debug)
+    return debug_mode.DebugForm(env, form) if env.debug else form
 
 
 def _checked_ranges(env: BatchEnv) -> dict[str, Range]:

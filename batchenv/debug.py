@@ -1,9 +1,11 @@
 """Debug mode: check what every kernel of one env produces, and say which kernel is wrong.
 
-``BatchEnv(..., debug=True)`` (or ``BATCHENV_DEBUG=1`` in the environment) calls
-:func:`install` at construction: it puts checking wrappers around the instance's kernels
-(``reset_envs``, ``reset_rows``, ``step_envs``, ``observe``) as instance attributes. With
-debug off nothing is wrapped, so it costs nothing. The wrappers raise :class:`KernelError`
+``BatchEnv(..., debug=True)`` (or ``BATCHENV_DEBUG=1`` in the environment) runs the env's
+chosen form through a :class:`DebugForm`, which checks every kernel call (with debug off the
+form runs unwrapped, so it costs nothing). A per-env form runs checked: each env's pass on a
+batch of one, compiled with bounds checks, so that an index past the env's own row or past an
+array is an error naming the env, the kernel and the author's line, with the batch restored
+(:meth:`batchenv._loops.PerEnvForm._checked_op`). The checks raise :class:`KernelError`
 naming the method and the field:
 
 * ``step_envs`` returns exactly ``(reward, terminated)``, arrays of shape ``(num_envs,)``
@@ -22,57 +24,62 @@ naming the method and the field:
 * no kernel draws from numpy's global random state or ``self.np_random`` (their states are
   compared before and after; ``check_env``'s reproducibility check catches Python's
   ``random``);
-* no kernel leaves NaN or inf in a float state field.
+* no kernel leaves NaN or inf in a float state field, or a field outside the range its
+  schema declares (:class:`batchenv.state.Range`).
 
 The checks copy and compare the state around every kernel call, which costs more than the
-kernel itself (the figures: ``docs/performance.md``, "Debug mode"): use debug
-mode while writing an env and in its tests (``batchenv.testing.check_env`` turns it on), not
-for training.
+kernel itself (docs/performance.md, "Debug mode"): use debug mode while writing an env and
+in its tests (``batchenv.testing.check_env`` turns it on), not for training.
 """
 
 from __future__ import annotations
 
-import ctypes
-import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
 
+from batchenv.forms import KernelError, KernelForm
+from batchenv.validation import outside_ranges
+
 if TYPE_CHECKING:
-    from batchenv.core import BatchEnv
     from batchenv.state import State
 
-__all__ = ["KernelError", "install", "KERNELS"]
+__all__ = ["KernelError", "DebugForm", "KERNELS"]
 
-#: The methods debug mode wraps.
+#: The methods debug mode checks.
 KERNELS = ("reset_envs", "reset_rows", "step_envs", "observe")
 _MAX_LISTED = 10
 
 
-class KernelError(AssertionError):
-    """A kernel broke the BatchEnv contract; ``method`` names it ("step_envs", ...)."""
+class DebugForm(KernelForm):
+    """``inner``'s kernels, every call checked (see the module docstring)."""
 
-    def __init__(self, env: Any, method: str, message: str) -> None:
-        super().__init__(f"{type(env).__name__}.{method}: {message}")
-        self.method = method
+    def __init__(self, env: Any, inner: KernelForm) -> None:
+        super().__init__(inner.kind, inner.num_threads,
+                         f"{inner.why}; debug mode checks every kernel", checked=True)
+        self.inner = inner
+        self._reset_envs = _checked_reset_envs(env, partial(inner.reset_envs, env))
+        self._reset_rows = _checked_reset_rows(env, partial(inner.reset_rows, env))
+        self._step_envs = _checked_step_envs(env, partial(inner.step_envs, env))
+        self._observe = _checked_observe(env, partial(inner.observe, env), inner)
 
+    def reset_envs(self, env: Any, s: Any, rng: Any) -> None:
+        self._reset_envs(s, rng)
 
-def install(env: BatchEnv) -> None:
-    """Wrap ``env``'s kernels with the checks above (idempotent)."""
-    cls = type(env)
-    for name, make in (("reset_envs", _checked_reset_envs), ("reset_rows", _checked_reset_rows),
-                       ("step_envs", _checked_step_envs), ("observe", _checked_observe)):
-        # the kernel that runs: the instance's own if it has one (the MinAtar games' numba
-        # layer binds its loops per instance), else the class's; never a wrapper of ours
-        original = env.__dict__.get(name)
-        original = getattr(original, "__wrapped__", original)
-        if original is None:
-            original = getattr(cls, name).__get__(env, cls)
-        wrapper = make(env, original)
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        env.__dict__[name] = wrapper
+    def reset_rows(self, env: Any, s: Any, rows: np.ndarray, rng: Any) -> None:
+        self._reset_rows(s, rows, rng)
+
+    def step_envs(self, env: Any, s: Any, action: np.ndarray, rng: Any) -> Any:
+        return self._step_envs(s, action, rng)
+
+    def observe(self, env: Any, s: Any, out: np.ndarray) -> None:
+        self._observe(s, out)
+
+    def params_changed(self) -> None:
+        self.inner.params_changed()
 
 
 # ---------------------------------------------------------------------- shared checks
@@ -83,24 +90,10 @@ def _listed(idx: np.ndarray) -> str:
     return f"[{shown}{more}]"
 
 
-def _global_mt_words() -> Callable[[], np.ndarray]:
-    """A function returning a copy of numpy's global MT19937 state (624 key words and the
-    position), read in place: ``np.random.get_state()`` builds a tuple and a fresh array
-    each call (the figures: ``docs/performance.md``, "Layouts and checks")."""
-    try:
-        bit_generator = np.random.mtrand._rand._bit_generator
-        words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)
-        view = np.frombuffer(memoryview(words), dtype=np.uint32)
-        return view.copy
-    except Exception:  # noqa: BLE001 - another numpy layout: the slow, public way
-        def words_of_state() -> np.ndarray:
-            _, key, pos, *_ = np.random.get_state(legacy=True)
-            return np.append(key, pos).astype(np.uint32)
-
-        return words_of_state
-
-
-_mt_words = _global_mt_words()
+def _mt_words() -> np.ndarray:
+    """numpy's global MT19937 state (624 key words and the position)."""
+    _, key, pos, *_ = np.random.get_state(legacy=True)
+    return np.append(key, pos)
 
 
 def _random_states(env: Any) -> tuple[Any, ...]:
@@ -120,11 +113,19 @@ def _check_randomness(env: Any, method: str, before: tuple[Any, ...]) -> None:
 
 
 def _check_finite_state(env: Any, method: str, s: State) -> None:
+    """No NaN or inf in a float field, no field outside its declared range."""
+    from batchenv.state import to_records
+
     for name, col in s:
         if col.dtype.kind == "f" and not np.isfinite(col).all():
             rows = np.flatnonzero(~np.isfinite(col.reshape(len(col), -1)).all(axis=1))
             raise KernelError(env, method, f"left NaN or inf in state field {name!r} at env "
                               f"indices {_listed(rows)}")
+    if env.state_field_ranges:
+        for problem, bad in outside_ranges(env, to_records(s)).items():
+            raise KernelError(env, method, f"left {problem} at env indices "
+                              f"{_listed(np.flatnonzero(bad))}: the schema declares the "
+                              f"values the kernels are written for")
 
 
 def _changed_rows(before: np.ndarray, after: np.ndarray) -> dict[str, np.ndarray]:
@@ -235,7 +236,7 @@ def _check_step_result(env: Any, result: Any) -> None:
                               f"{terminated.dtype}: it must be bool (one flag per env)")
 
 
-def _checked_observe(env: Any, original: Callable) -> Callable:
+def _checked_observe(env: Any, original: Callable, inner: KernelForm) -> Callable:
     def observe(s: State, out: np.ndarray) -> None:
         before = _random_states(env)
         returned = original(s, out)
@@ -244,7 +245,7 @@ def _checked_observe(env: Any, original: Callable) -> Callable:
             raise KernelError(env, "observe", "returned an array instead of filling out: "
                               "write the observation into out (out[:] = ..., out[:, j] = ...) "
                               "and return nothing")
-        _check_observation(env, original, s, out)
+        _check_observation(env, original, s, out, inner)
 
     return observe
 
@@ -270,7 +271,8 @@ def _entries(mask: np.ndarray) -> str:
     return f"entries [{', '.join(idx)}{more}] of each observation, env indices {_listed(rows)}"
 
 
-def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) -> None:
+def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray,
+                       inner: KernelForm) -> None:
     a, b = _poisoned(out, 0x00), _poisoned(out, 0xFF)
     original(s, a)
     original(s, b)
@@ -284,7 +286,7 @@ def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) 
     if out.dtype.kind in "biu":
         wide: np.ndarray | None = np.full(out.shape, np.nan)
         try:
-            _float64_probe(env, original, len(s))(s, wide)
+            _float64_probe(env, original, len(s), inner)(s, wide)
         except Exception:  # noqa: BLE001 - a kernel written for one dtype: no lossless probe
             wide = None
         # a kernel that writes bytes or views (a raster) does not compute values in float64:
@@ -320,26 +322,19 @@ def _check_observation(env: Any, original: Callable, s: State, out: np.ndarray) 
 
 #: Compiled per-env kernels: the float64 probe of up to this many rows runs their Python loop.
 _PYTHON_PROBE_ROWS = 256
-_python_twins: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def _float64_probe(env: Any, original: Callable, rows: int) -> Callable:
+def _float64_probe(env: Any, original: Callable, rows: int, inner: KernelForm) -> Callable:
     """What computes the float64 probe of ``observe``: the kernel itself, except for
     compiled per-env kernels on up to :data:`_PYTHON_PROBE_ROWS` rows, whose probe runs the
     same ``observe_env`` as their Python loop (``kernels="python"``). numba compiles a
     class's loop per argument type, so a compiled probe would compile the whole loop again
-    for float64 buffers, seconds per class (docs/performance.md, "Debug mode and the
-    always-on checks"); on a big batch that once costs less than the Python loop."""
-    from batchenv import perenv
-
-    runner = env.__dict__.get("_per_env")
-    if (not isinstance(runner, perenv.Runner) or runner.kernels != "numba"
-            or rows > _PYTHON_PROBE_ROWS or getattr(original, "func", None) != runner.observe):
+    for float64 buffers, seconds per class (docs/performance.md, "Debug mode"); on a big
+    batch that once costs less than the Python loop."""
+    python_twin = getattr(inner, "python_twin", None)
+    if python_twin is None or inner.kind != "numba" or rows > _PYTHON_PROBE_ROWS:
         return original
-    twin = _python_twins.get(runner)
-    if twin is None:
-        twin = _python_twins[runner] = perenv.Runner(env, "python", 1)
-    twin.p = runner.p  # (the parameters as of the last reset, as the compiled loop has them)
+    twin = python_twin(env)
 
     def probe(s: State, out: np.ndarray) -> None:
         twin.observe(env, s, out)

@@ -155,8 +155,11 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
         ``"sync"`` / ``"process"`` — Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv``.
 
     ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
-    except ``autoreset_mode`` and ``copy``, which go to the vector env in every case, and
-    ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
+    except ``autoreset_mode`` and ``copy``, which go to the vector env in every case,
+    ``reward_dtype`` (``np.float32`` or ``np.float64``; default float32 for a native env,
+    float64 for ``ConcurrentVectorEnv``, as ``SyncVectorEnv``), which goes to batchenv's
+    vector env (Gymnasium's ``"sync"`` / ``"process"`` envs return float64 and refuse it),
+    and ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
 
     ``num_workers`` / ``backend`` / ``local_shard`` (native envs only): a
     :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
@@ -201,7 +204,8 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
         raise ValueError(f"{env_id!r} exists only as a batched env; use vectorization=None "
                          f"or 'native'")
     vector_kwargs = {k: kwargs.pop(k) for k in ("autoreset_mode", "copy") if k in kwargs}
-    concurrent_kwargs = {k: kwargs.pop(k) for k in ("max_workers", "timeout") if k in kwargs}
+    concurrent_kwargs = {k: kwargs.pop(k) for k in ("max_workers", "timeout", "reward_dtype")
+                         if k in kwargs}
 
     def env_fn() -> gym.Env:
         return gym.make(gym_id, **kwargs)
@@ -214,7 +218,8 @@ def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
                                    **concurrent_kwargs)
     if concurrent_kwargs:
         raise ValueError(f"{sorted(concurrent_kwargs)} apply only to vectorization='thread' or "
-                         f"'asyncio', not {vectorization!r}")
+                         f"'asyncio' (Gymnasium's SyncVectorEnv and AsyncVectorEnv return "
+                         f"float64 rewards), not {vectorization!r}")
     if vectorization == "sync":
         return gym.vector.SyncVectorEnv(env_fns, **vector_kwargs)
     return gym.vector.AsyncVectorEnv(env_fns, **vector_kwargs)

@@ -32,7 +32,8 @@ class SingleEnv(gym.Env):
         max_episode_steps: the batch's time limit (default ``None``: ``gymnasium.make``
             wraps the env in ``TimeLimit`` with the id's limit instead).
         **kwargs: the batched class's constructor keywords (not ``num_envs`` or
-            ``autoreset_mode``).
+            ``autoreset_mode``). ``reward_dtype`` defaults to ``np.float64`` here: the reward
+            is returned as a Python float, as Gymnasium's envs return it, at full precision.
     """
 
     def __init__(self, batch_class: type[BatchEnv] | str, *, render_mode: str | None = None,
@@ -47,6 +48,7 @@ class SingleEnv(gym.Env):
             if taken in kwargs:
                 raise TypeError(f"SingleEnv runs a batch of one without auto-reset: "
                                 f"{taken!r} cannot be given")
+        kwargs.setdefault("reward_dtype", np.float64)
         self.batch = batch_class(num_envs=1, autoreset_mode="Disabled", render_mode=render_mode,
                                  max_episode_steps=max_episode_steps, **kwargs)
         self.action_space = self.batch.single_action_space

@@ -38,8 +38,8 @@ from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
 
-__all__ = ["State", "Field", "Range", "schema", "ranges", "take_rows", "put_rows", "to_records",
-           "from_records", "fields_view"]
+__all__ = ["State", "Field", "Range", "schema", "ranges", "take_rows", "put_rows", "copy_row",
+           "to_records", "from_records", "fields_view"]
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 #: The type of a state field: an array (one row per env) of the given numpy scalar type.
@@ -328,6 +328,15 @@ def put_rows(s: State, idx: np.ndarray, src: State) -> None:
         block[:, idx] = src._blocks[key]
     for name in _others(s):
         getattr(s, name)[idx] = getattr(src, name)
+
+
+def copy_row(dst: State, dst_row: int, src: State, src_row: int) -> None:
+    """Row ``src_row`` of ``src`` into row ``dst_row`` of ``dst`` (a State of the same
+    schema): one copy per block and per shaped field."""
+    for key, block in src._blocks.items():
+        dst._blocks[key][:, dst_row] = block[:, src_row]
+    for name in _others(src):
+        getattr(dst, name)[dst_row] = getattr(src, name)[src_row]
 
 
 def to_records(s: State) -> np.ndarray:

@@ -387,3 +387,20 @@ def _in_dtype(bound: float, dtype: np.dtype) -> Any:
 
 def _number(bound: float | None, missing: str) -> str:
     return missing if bound is None else f"{bound:g}"
+
+
+#: The reward dtypes a vector env of the package returns (constructor keyword
+#: ``reward_dtype``): float32, as EnvPool, gymnax, PufferLib and Gymnasium's
+#: ``CartPoleVectorEnv``, by default; float64 for exact sums of non-integer rewards.
+REWARD_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_reward_dtype(value: Any) -> np.dtype:
+    """The dtype of ``reward_dtype=``: ``np.float32`` or ``np.float64`` (or their names)."""
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if value is None or isinstance(value, bool) or dtype not in REWARD_DTYPES:
+        raise TypeError(f"reward_dtype must be np.float32 or np.float64, got {value!r}")
+    return dtype

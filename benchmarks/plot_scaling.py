@@ -1,19 +1,15 @@
-"""The seed's scaling plot, redone honestly: env-steps per second against num_envs, log-log.
+"""The scaling plot: env-steps per second against num_envs, log-log, from the suite's JSON.
 
-    python benchmarks/plot_scaling.py                 # about 4 minutes; writes docs/scaling.png
-    python benchmarks/plot_scaling.py --quick         # fewer sizes and repeats
+    python -m pytest benchmarks --benchmark-only -m "" --benchmark-json=/tmp/bench.json
+    python benchmarks/plot_scaling.py /tmp/bench.json                 # writes docs/scaling.png
+    python benchmarks/plot_scaling.py /tmp/bench.json --families "Pong state" "floor"
 
-Series (every point measured in this run, none extrapolated; median of ``--repeats`` timed
-blocks of at least ``--block`` seconds and 2 calls):
-
-* BatchPong with each observation type (state, tiles, pixels 84x84; default copies) and
-  pixels with ``copy=False``: one ``step`` call advances all num_envs games;
-* the float32 scalar reference (``ReferencePong``) and the plain-float ``PlainPong``,
-  num_envs games stepped one after the other in a Python loop;
-* ``ALE/Pong-v5`` (ale-py, its defaults), num_envs envs in a Python loop, up to
-  ``--ale-max`` envs (each takes about 0.2 s to create and 1 MB; its per-env rate is flat).
-
-Needs matplotlib (and ale-py for the ALE series): ``pip install "batchenv[bench]"``.
+One panel per family (a group name without its `` n=N``: ``Pong state``, ``CartPole-v1``,
+``MinAtar breakout``, ...), one line per case (the ``label`` the suite gave it). Every point is
+a median that run measured: env-steps per call over the median seconds per call. A peer that
+steps one env per call (PlainPong, MinAtar's and MiniGrid's own loops, ALE) was measured in
+each group, so its line shows how much its one-env rate moved during the run. Needs
+matplotlib (``pip install "batchenv[bench]"``).
 """
 
 from __future__ import annotations
@@ -21,161 +17,85 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
-
-from batchenv import _bench as b
+from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "..", "docs", "scaling.png")
+DEFAULT_FAMILIES = ["Pong state", "CartPole-v1", "MinAtar breakout", "MiniGrid-DoorKey-8x8-v0"]
 
 
-def median_seconds(run, repeats: int, block: float) -> float:
-    """Median seconds per call of ``run(t)`` over ``repeats`` blocks (>= block s, >= 2 calls)."""
-    t = 0
-    for _ in range(2):  # warm-up
-        run(t)
-        t += 1
-    results = []
-    for _ in range(repeats):
-        calls, start = 0, time.perf_counter()
-        while calls < 2 or time.perf_counter() - start < block:
-            run(t)
-            t += 1
-            calls += 1
-        results.append((time.perf_counter() - start) / calls)
-    return statistics.median(results)
-
-
-def loop_runner(games: list):
-    return games, b.loop_stepper(games)
-
-
-SERIES = {
-    "BatchPong state": lambda n: b.batch_stepper(n),
-    "BatchPong tiles": lambda n: b.batch_stepper(n, obs_type="tiles"),
-    "BatchPong pixels": lambda n: b.batch_stepper(n, obs_type="pixels"),
-    "BatchPong pixels, copy=False": lambda n: b.batch_stepper(n, obs_type="pixels",
-                                                              copy=False),
-    "PlainPong (plain floats), loop": lambda n: loop_runner(b.plain_games(n)),
-    "ReferencePong (float32), loop": lambda n: loop_runner(b.reference_games(n)),
-    "ALE/Pong-v5 (ale-py), loop": b.ale_stepper,
-}
-STYLE = {
-    "BatchPong state": dict(color="C0", marker="o"),
-    "BatchPong tiles": dict(color="C1", marker="s"),
-    "BatchPong pixels": dict(color="C2", marker="^"),
-    "BatchPong pixels, copy=False": dict(color="C2", marker="^", linestyle="--"),
-    "PlainPong (plain floats), loop": dict(color="C3", marker="D"),
-    "ReferencePong (float32), loop": dict(color="C4", marker="v"),
-    "ALE/Pong-v5 (ale-py), loop": dict(color="C7", marker="x"),
-}
-
-
-def measure(sizes: list[int], repeats: int, block: float, ale_max: int) -> dict:
-    results: dict[str, dict[int, float]] = {}
-    for name, make in SERIES.items():
-        if name.startswith("ALE") and not b.ale_available():
-            print(f"skipping {name}: ale-py is not installed", file=sys.stderr)
+def series(path: str) -> tuple[dict[str, dict[str, dict[int, float]]], set[str]]:
+    """family -> label -> num_envs -> env-steps per second, from a ``--benchmark-json``; and
+    the labels of the peers."""
+    with open(path) as f:
+        benchmarks = json.load(f)["benchmarks"]
+    out: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    peers = set()
+    for b in benchmarks:
+        info = b.get("extra_info", {})
+        family, _, n = (b.get("group") or "").rpartition(" n=")
+        if "label" not in info or not n.isdigit():
             continue
-        results[name] = {}
-        for n in sizes:
-            if name.startswith("ALE") and n > ale_max:
-                continue
-            obj, run = make(n)
-            seconds = median_seconds(run, repeats, block)
-            del obj, run
-            results[name][n] = n / seconds  # env-steps per second
-            print(f"{name:34s} n={n:>6} {n / seconds / 1e6:10.4f} M env-steps/s",
-                  file=sys.stderr, flush=True)
-    return results
+        out[family][info["label"]][int(n)] = info["env_steps"] / b["stats"]["median"]
+        if info.get("peer"):
+            peers.add(info["label"])
+    return out, peers
 
 
-def ratio_lines(results: dict, at: int = 4096) -> list[str]:
-    def get(name: str) -> float | None:
-        return results.get(name, {}).get(at)
-
-    def ale_rate() -> float | None:
-        points = results.get("ALE/Pong-v5 (ale-py), loop", {})
-        return statistics.median(points.values()) if points else None
-
-    lines = []
-    plain, ref, ale = get("PlainPong (plain floats), loop"), get(
-        "ReferencePong (float32), loop"), ale_rate()
-    for name in ("BatchPong state", "BatchPong tiles", "BatchPong pixels",
-                 "BatchPong pixels, copy=False"):
-        rate = get(name)
-        if rate is None:
-            continue
-        parts = [f"{name} at {at}: {rate / 1e6:.2f} M env-steps/s"]
-        if plain:
-            parts.append(f"{rate / plain:.1f}x PlainPong")
-        if ref:
-            parts.append(f"{rate / ref:.0f}x ReferencePong")
-        if ale:
-            parts.append(f"{rate / ale:.0f}x ALE")
-        lines.append(", ".join(parts))
-    return lines
-
-
-def plot(results: dict, out: str) -> None:
+def plot(found: dict, peers: set[str], families: list[str], out: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
-    for name, points in results.items():
-        if not points:
-            continue
-        ns = sorted(points)
-        ax.plot(ns, [points[n] for n in ns], label=name, **STYLE.get(name, {}))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("num_envs (games stepped per call, or per loop)")
-    ax.set_ylabel("env-steps per second")
-    ax.set_title("BatchPong vs one-at-a-time Pong (one process, medians; measured)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    lines = ratio_lines(results)
-    if lines:
-        ax.text(0.99, 0.02, "\n".join(lines), transform=ax.transAxes, fontsize=7,
-                ha="right", va="bottom", bbox=dict(facecolor="white", alpha=0.8))
+    families = [f for f in families if f in found]
+    if not families:
+        raise SystemExit(f"none of the families is in the JSON; it has: {sorted(found)}")
+    cols = 2 if len(families) > 1 else 1
+    rows = (len(families) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.6 * rows), dpi=100,
+                             squeeze=False)
+    for ax, family in zip(axes.flat, families):
+        labels = sorted(found[family], key=lambda label: (label in peers, label))
+        ours = peer = 0
+        for label in labels:  # ours in colour, solid; peers grey to red, dashed
+            points = found[family][label]
+            ns = sorted(points)
+            if label in peers:
+                style = dict(color=["0.35", "C3", "C5"][peer % 3], linestyle="--",
+                             marker="xDv"[peer % 3])
+                peer += 1
+            else:
+                style = dict(color=f"C{[0, 1, 2, 4, 9][ours % 5]}", marker="os^<>"[ours % 5])
+                ours += 1
+            ax.plot(ns, [points[n] for n in ns], label=label, **style)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(family)
+        ax.set_xlabel("num_envs")
+        ax.set_ylabel("env-steps per second")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    for ax in list(axes.flat)[len(families):]:
+        ax.set_visible(False)
+    fig.suptitle("batchenv (solid) and its peers (dashed): medians of one run of the benchmark "
+                 "suite", fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out)
     print(f"wrote {out}", file=sys.stderr)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+",
-                        default=[4**k for k in range(9)], help="num_envs values")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--block", type=float, default=0.2)
-    parser.add_argument("--ale-max", type=int, default=16)
-    parser.add_argument("--quick", action="store_true",
-                        help="sizes 1, 16, 256, 4096; 3 repeats of 0.1 s")
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--json", help="also write the measured points to this file")
-    args = parser.parse_args()
-    if args.quick:
-        args.sizes, args.repeats, args.block = [1, 16, 256, 4096], 3, 0.1
-    results = measure(args.sizes, args.repeats, args.block, args.ale_max)
-    print("\n| series | " + " | ".join(str(n) for n in args.sizes) + " |")
-    print("|---|" + "---|" * len(args.sizes))
-    for name, points in results.items():
-        cells = [f"{points[n] / 1e6:.3g}" if n in points else "—" for n in args.sizes]
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\n(M env-steps/s)\n")
-    for line in ratio_lines(results):
-        print(line)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({k: {str(n): v for n, v in pts.items()} for k, pts in results.items()},
-                      f, indent=1)
-    plot(results, args.out)
+    parser.add_argument("json", help="the file that --benchmark-json wrote")
+    parser.add_argument("--families", nargs="+", default=DEFAULT_FAMILIES,
+                        help="group names without their ' n=N' (default: %(default)s)")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="default: docs/scaling.png")
+    args = parser.parse_args(argv)
+    found, peers = series(args.json)
+    plot(found, peers, args.families, args.out)
     return 0
 
 

@@ -18,16 +18,15 @@ from that function during this ``act``/``reset``), looked up in the game's table
 does not list fails the test, and so does a word used twice.
 
 The reference's conditional draws (a spawn only when a timer runs out, new car speeds only
-on a crossing) map to words our env draws either every step, used or not (the game's
-``step_words``), or only on the event (``MinAtarEnv.event_draws``): the words a step
-drew are those between the env's counter before the step and after it, and the
-reference may use no word beyond them (and, for a game with ``exact_draws``, must use
-every one of them). Either way a row's stream never depends on other
-rows.
+on a crossing) map to words our env draws either every step, used or not (Seaquest's
+``step_words``), or only on the event: the words a step drew are those between the env's
+counter before the step and after it, and the reference may use no word beyond them (and,
+for a game with ``exact_draws``, must use every one of them). Either way a row's stream
+never depends on other rows.
 
-In NEXT_STEP auto-reset (the default) the step after a terminal step resets the env; that
-step's result is discarded and so are its words (``MinAtarEnv.step_draws`` gives them back),
-so the reference's ``reset`` gets the words from the counter the step started at.
+In NEXT_STEP auto-reset (the default) the step after a terminal step resets the env
+instead of stepping it, so the reference's ``reset`` gets the words from the counter the
+step started at.
 """
 
 from __future__ import annotations
@@ -133,26 +132,11 @@ class Result:
     returns: list[float] = field(default_factory=list)
 
 
-def both_forms(cls, num_envs: int, **kwargs) -> tuple:
-    """``cls(num_envs, **kwargs)`` with the numpy kernels and with the compiled per-env
-    kernels (numba, the extra ``fast``, which CI installs): for :func:`run` to hold both to
-    one reference run."""
-    import pytest
-
-    pytest.importorskip("numba")
-    return cls(num_envs, kernels="numpy", **kwargs), cls(num_envs, kernels="numba", **kwargs)
-
-
 def run(env, game: Game, steps: int, policy: Callable, seed: int,
         rng: np.random.RandomState) -> Result:
     """Step ``env`` (a fresh batchenv MinAtar env, NEXT_STEP auto-reset) and one reference
     ``Environment`` per env for ``steps`` steps from ``reset(seed=seed)`` with actions
-    ``policy(obs, rng)``; assert observation, reward and terminal equal at every step.
-    ``env`` may be a tuple of envs alike but for their ``kernels=`` (:func:`both_forms`):
-    the reference runs once, and every step of every env (its whole state too) must equal
-    the first's."""
-    envs = env if isinstance(env, tuple) else (env,)
-    env, twins = envs[0], envs[1:]
+    ``policy(obs, rng)``; assert observation, reward and terminal equal at every step."""
     n = env.num_envs
     refs = [Environment(game.name, sticky_action_prob=env.sticky_action_prob,
                         difficulty_ramping=env.difficulty_ramping) for _ in range(n)]
@@ -163,9 +147,6 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
     k_reset = env.reset_words
     action_set = [int(a) for a in env.action_set]
     obs, _ = env.reset(seed=seed)
-    for twin in twins:
-        np.testing.assert_array_equal(twin.reset(seed=seed)[0], obs,
-                                      err_msg=f"kernels={twin.kernels!r}: reset")
     st = env.get_state()
     for i, ref in enumerate(refs):
         stand.load(game.reset_table, int(st["rng_key"][i]), 0, k_reset)
@@ -180,12 +161,6 @@ def run(env, game: Game, steps: int, policy: Callable, seed: int,
         actions = policy(obs, rng)
         obs, reward, terminated, truncated, _ = env.step(actions)
         after = env.get_state()
-        for twin in twins:
-            what = f"kernels={twin.kernels!r} vs {env.kernels!r} at step {t}"
-            for name, x, y in zip(("obs", "reward", "terminated", "truncated"),
-                                  twin.step(actions), (obs, reward, terminated, truncated)):
-                np.testing.assert_array_equal(x, y, err_msg=f"{what}: {name}")
-            np.testing.assert_array_equal(twin.get_state(), after, err_msg=f"{what}: state")
         drawn = after["rng_counter"] - st["rng_counter"]  # this step's words
         ref_reward = np.zeros(n)
         ref_done = np.zeros(n, dtype=bool)

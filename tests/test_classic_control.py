@@ -115,7 +115,9 @@ def sync_start_states(case, ours, theirs, rows):
 
 
 def run_parity(case, seed=0):
-    ours = case.cls(N, **case.kwargs, **case.ours_only)
+    # float64 rewards: Gymnasium's, bit for bit (the float32 default is their cast,
+    # tests/test_reward_dtype.py)
+    ours = case.cls(N, **case.kwargs, **case.ours_only, reward_dtype=np.float64)
     theirs = gymnasium_vec(case)
     act = policy_for(case.gym_id, np.random.default_rng(seed))
     ours.reset(seed=seed)
@@ -644,7 +646,7 @@ def test_edge_states_step_like_gymnasium(gym_id):
         actions = [np.float32(v) for v in (space.low[0], space.high[0], 0.0,
                                            3 * space.high[0], 0.3)]
     rows = [(s, a) for s in EDGE_STATES[gym_id] for a in actions]
-    ours = case.cls(len(rows), **case.ours_only)
+    ours = case.cls(len(rows), **case.ours_only, reward_dtype=np.float64)  # Gymnasium's
     ours.reset(seed=0)
     records = ours.get_state()
     for i, (state, _) in enumerate(rows):

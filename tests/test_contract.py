@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import batchenv
-from batchenv.perenv import has_per_env_kernels
+from batchenv.forms import has_per_env_kernels
 from batchenv.registration import resolve
 from batchenv.testing import CounterEnv, NullEnv, check_env, contract_checks
 
@@ -20,11 +20,6 @@ SUBJECTS = {
     "Pong-rally-frameskip-sticky": lambda n: batchenv.BatchPong(
         n, mode="rally", frameskip=2, repeat_action_probability=0.25),
     "Pong-two-player": lambda n: batchenv.BatchPong(n, mode="two_player"),
-    # the MinAtar games' numpy kernels (their ids above run the per-env kernels when numba is
-    # installed, as CI has it)
-    **{f"MinAtar-{cls.__name__[5:]}-numpy-kernels": (lambda n, cls=cls: cls(n, kernels="numpy"))
-       for cls in (batchenv.BatchAsterix, batchenv.BatchBreakout, batchenv.BatchFreeway,
-                   batchenv.BatchSeaquest, batchenv.BatchSpaceInvaders)},
     "Counter": lambda n: CounterEnv(n, max_count=7),
     "Null": NullEnv,
 }

@@ -5,7 +5,8 @@ method body, a signature, code needing a server) is preceded by a
 decision, not an accident.
 
 A block that needs a client whose pins conflict with the test extra (RLlib's ``ray[rllib]``
-pins Gymnasium 1.2.2) is preceded by ``<!-- run-by: MARKER: reason -->``: it is left out of
+pins Gymnasium 1.2.2), or that is too slow for README's command (marker ``slow``), is
+preceded by ``<!-- run-by: MARKER: reason -->``: it is left out of
 its page's run and runs on its own (self-contained, its own imports) in
 ``test_marked_blocks_run``, which carries the pytest marker MARKER, deselected by default
 (pyproject's addopts); .ci/run runs ``pytest -m MARKER`` in a venv that has the client."""
@@ -31,7 +32,6 @@ RUN_BY = re.compile(r"<!--\s*run-by:\s*(?P<marker>\w+):\s*(?P<why>.+?)\s*-->")
 EXPECTED_NOT_RUN = {
     "README.md": 1,  # trains PPO for 20,000 steps (tests/test_readme.py runs 2,048)
     "docs/concurrency.md": 3,  # a signature, an env needing a server, top-level await
-    "docs/performance.md": 1,  # a timing script, run by hand once per checkout compared
     "docs/scaling-out.md": 2,  # starts Ray; a training-loop sketch
     "docs/training.md": 3,  # a fragment of the PPO loop, two SB3 training runs
     "docs/writing_envs.md": 2,  # an excerpt of BatchPong._substep; the MinAtar registration sketch
@@ -41,6 +41,8 @@ EXPECTED_NOT_RUN = {
 MARKED = [
     # RLlib's PPO on a remote env runner: ray[rllib] pins gymnasium 1.2.2 (.ci/run's RLlib venv)
     ("docs/integrations.md", "rllib", "ray.rllib"),
+    # TorchRL's ParallelEnv with spawned workers: two processes importing torch (5-10 s)
+    ("docs/integrations.md", "slow", "torchrl.envs"),
 ]
 
 

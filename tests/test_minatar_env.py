@@ -1,5 +1,6 @@
 """MinAtar games beyond parity: rendering in MinAtar's palette, ids, arguments, sticky-action
-bookkeeping across resets."""
+bookkeeping across resets, the board helpers of the observations (``_base.clear_board``,
+``_base.paint_table_row``, compiled and as plain Python)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from batchenv.envs.minatar import (
     BatchSeaquest,
     BatchSpaceInvaders,
 )
-from batchenv.envs.minatar._base import cubehelix_palette
+from batchenv.envs.minatar._base import clear_board, cubehelix_palette, paint_table_row
 
 GAMES = [BatchAsterix, BatchBreakout, BatchFreeway, BatchSeaquest, BatchSpaceInvaders]
 
@@ -165,22 +166,32 @@ def test_batch_independence_over_long_episodes(cls):
         np.testing.assert_array_equal(np.stack(rew_i)[:, 0], np.stack(big_rew)[:, i])
 
 
-def test_bench_script_runs(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
+def _board_helpers(obs, table, codes):
+    """Each helper in turn on one env's board ``obs``: a copy of ``obs`` after each."""
+    seen = []
+    for row in range(len(codes)):
+        paint_table_row(obs, row, table, codes[row])
+    seen.append(obs.copy())
+    clear_board(obs)
+    seen.append(obs.copy())
+    return seen
 
-    pytest.importorskip("minatar")
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_minatar.py"
-    spec = importlib.util.spec_from_file_location("bench_minatar", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    rows = bench.main(["--games", "breakout", "--floor", "--num-envs", "16", "--rounds", "1",
-                       "--block", "0.01", "--memory-envs", "64", "--no-gymnax",
-                       "--threads", "2", "--json", str(tmp_path / "b.json")])
-    assert [r["game"] for r in rows] == ["breakout", "floor", "floor-perenv"]
-    assert all(r["x_minatar_cpu"] > 0 and r["bytes_per_env"] > r["state_record_bytes"]
-               for r in rows)
-    # the A/B of the two forms: the numpy kernels timed in the same rounds
-    assert rows[0]["kernels"] == "numba" and rows[0]["x_numpy_cpu"] > 0
-    assert rows[0]["threads_x_one_wall"] > 0 and rows[1]["threads"] is None  # (per-env only)
-    assert "x MinAtar" in capsys.readouterr().out
+
+@pytest.mark.parametrize("channels", [4, 8])  # rows of whole words (Asterix: 4)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_board_helpers_write_the_rows_they_name(channels, compiled):
+    rng = np.random.default_rng(channels)
+    width = 10 * channels // 8  # words per board row
+    images = rng.random((7, 10, channels)) < 0.4
+    table = np.ascontiguousarray(images.reshape(7, -1)).view(np.uint64)
+    assert table.shape == (7, width)
+    codes = rng.integers(0, 7, 10).astype(np.uint64)
+    obs = rng.random((10, 10, channels)) < 0.5
+    expected = [images[codes.astype(np.intp)], np.zeros_like(obs)]
+    if compiled:
+        numba = pytest.importorskip("numba")
+        seen = numba.njit(_board_helpers)(obs, table, codes)
+    else:
+        seen = _board_helpers(obs, table, codes)
+    for k, (got, want) in enumerate(zip(seen, expected)):
+        np.testing.assert_array_equal(got, want, err_msg=f"helper {k}")

@@ -1,5 +1,6 @@
-"""Step-exact parity of batchenv's MinAtar games with the ``minatar`` package (1.0.15): the
-harness and the mapping of random words are described in ``tests/minatar_parity.py``."""
+"""Step-exact parity of batchenv's MinAtar games with the ``minatar`` package (1.0.15): long
+runs (the harness and the mapping of random words are described in
+``tests/minatar_parity.py``), and random states injected into both."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 pytest.importorskip("minatar")
 
-from minatar_parity import Game, both_forms, random_policy, run  # noqa: E402
+from minatar import Environment  # noqa: E402
+from minatar_parity import Game, StandIn, random_policy, run  # noqa: E402
 
 from batchenv.envs.minatar import BatchAsterix, BatchBreakout, BatchFreeway  # noqa: E402
 
@@ -48,8 +50,8 @@ def breakout_tracker(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_breakout_random_policy(sticky):  # (both kernels against one reference run)
-    env = both_forms(BatchBreakout, 128, sticky_action_prob=sticky)
+def test_breakout_random_policy(sticky):
+    env = BatchBreakout(128, sticky_action_prob=sticky)
     res = run(env, BREAKOUT, 300, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 128 * 300 and res.episodes > 200 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
@@ -75,8 +77,8 @@ def freeway_climber(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_freeway_random_policy(sticky):  # (both kernels against one reference run)
-    env = both_forms(BatchFreeway, 64, sticky_action_prob=sticky)
+def test_freeway_random_policy(sticky):
+    env = BatchFreeway(64, sticky_action_prob=sticky)
     res = run(env, FREEWAY, 400, random_policy(6), seed=3, rng=np.random.RandomState(3))
     assert res.steps == 64 * 400
 
@@ -124,8 +126,8 @@ def asterix_dodger(obs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0])
-def test_asterix_random_policy(sticky):  # (both kernels against one reference run)
-    env = both_forms(BatchAsterix, 128, sticky_action_prob=sticky)
+def test_asterix_random_policy(sticky):
+    env = BatchAsterix(128, sticky_action_prob=sticky)
     res = run(env, ASTERIX, 300, random_policy(6), seed=12, rng=np.random.RandomState(6))
     assert res.episodes > 100 and res.reward > 0
 
@@ -143,3 +145,114 @@ def test_asterix_scripted_policy_reaches_ramped_levels(ramping, long_run_kernels
 def test_asterix_minimal_action_set(kernels):
     env = BatchAsterix(64, minimal_action_set=True, sticky_action_prob=0.3, kernels=kernels)
     run(env, ASTERIX, 200, random_policy(5), seed=9, rng=np.random.RandomState(8))
+
+
+# ---------------------------------------------------------------- injected states
+def step_injected(env, refs: list, game: Game, horizon: int, rng: np.random.RandomState
+                  ) -> list[np.ndarray]:
+    """Step ``env`` and ``refs`` (one reference ``Environment`` per env, in the state
+    ``env`` was given) ``horizon`` times with random actions, comparing reward, terminal
+    and observation of every env until its game ends; returns the states before each
+    step."""
+    stand = StandIn()
+    for ref in refs:
+        ref.random = ref.env.random = stand
+    live = np.ones(env.num_envs, dtype=bool)
+    before = []
+    for t in range(horizon):
+        st = env.get_state()
+        before.append(st)
+        actions = rng.randint(env.single_action_space.n, size=env.num_envs)
+        obs, reward, terminated, _, _ = env.step(actions)
+        drawn = env.get_state()["rng_counter"] - st["rng_counter"]
+        for i in np.flatnonzero(live):
+            stand.load(game.step_table, int(st["rng_key"][i]), int(st["rng_counter"][i]),
+                       int(drawn[i]))
+            r, done = refs[i].act(int(actions[i]))
+            where = f"env {i}, step {t}"
+            assert (reward[i], terminated[i]) == (r, done), where
+            np.testing.assert_array_equal(obs[i], refs[i].state(), err_msg=where)
+        live &= ~terminated
+    return before
+
+
+def test_asterix_late_game_states_step_like_the_reference(kernels):
+    """Asterix's rules a random policy rarely reaches (every ramp, the fastest speeds, a
+    spawn with every lane taken), from random late-game states given to both games; dead
+    slots hold the columns an entity leaves behind (-1 to 10), which the observation must
+    ignore."""
+    n, rng = 256, np.random.RandomState(4)
+    env = BatchAsterix(n, sticky_action_prob=0.0, kernels=kernels)
+    env.reset(seed=4)
+    st = env.get_state()
+    alive = rng.rand(n, 8) < 0.85
+    st["alive"] = alive
+    st["ent_x"] = np.where(alive, rng.randint(0, 10, (n, 8)), rng.randint(-1, 11, (n, 8)))
+    st["ent_right"] = rng.rand(n, 8) < 0.5
+    st["ent_gold"] = rng.rand(n, 8) < 0.3
+    st["player_x"], st["player_y"] = rng.randint(0, 10, n), rng.randint(1, 9, n)
+    st["spawn_speed"] = rng.randint(1, 11, n)
+    st["spawn_timer"] = rng.randint(0, st["spawn_speed"] + 1)
+    st["move_speed"] = rng.randint(1, 6, n)
+    st["move_timer"] = rng.randint(0, st["move_speed"] + 1)
+    st["ramp_timer"] = np.where(rng.rand(n) < 0.5, rng.randint(-1, 2, n), rng.randint(-1, 101, n))
+    st["ramp_index"] = rng.randint(0, 10, n)
+    st["last_action"] = 0
+    env.set_state(st)
+    refs = []
+    for i in range(n):
+        ref = Environment("asterix", sticky_action_prob=0.0)
+        g = ref.env
+        g.player_x, g.player_y = int(st["player_x"][i]), int(st["player_y"][i])
+        g.entities = [[int(st["ent_x"][i, k]), k + 1, bool(st["ent_right"][i, k]),
+                       bool(st["ent_gold"][i, k])] if alive[i, k] else None for k in range(8)]
+        for name in ("spawn_speed", "spawn_timer", "move_speed", "move_timer", "ramp_timer",
+                     "ramp_index"):
+            setattr(g, name, int(st[name][i]))
+        refs.append(ref)
+    before = step_injected(env, refs, ASTERIX, 8, np.random.RandomState(5))
+    full_lane_spawns = sum(np.count_nonzero((b["spawn_timer"] == 0) & b["alive"].all(axis=1))
+                           for b in before)
+    ramps = sum(np.count_nonzero(b["ramp_timer"] < 0) for b in before)
+    assert full_lane_spawns > 10 and ramps > 10  # the rare rules did run
+
+
+def test_freeway_every_car_configuration_steps_like_the_reference(kernels):
+    """Freeway's step moves an env's 8 cars as the bytes of one word: from cars in every
+    column, at every speed and timer, and the chicken in every row."""
+    n, rng = 512, np.random.RandomState(4)
+    env = BatchFreeway(n, sticky_action_prob=0.0, kernels=kernels)
+    env.reset(seed=4)
+    st = env.get_state()
+    speed = rng.randint(1, 6, (n, 8)) * rng.choice([-1, 1], (n, 8))
+    st["car_x"], st["car_speed"] = rng.randint(0, 10, (n, 8)), speed
+    st["car_timer"] = rng.randint(0, 6, (n, 8)) % (np.abs(speed) + 1)
+    st["pos"], st["move_timer"] = rng.randint(0, 10, n), rng.randint(0, 4, n)
+    st["last_action"] = 0
+    env.set_state(st)
+    refs = []
+    for i in range(n):
+        ref = Environment("freeway", sticky_action_prob=0.0)
+        g = ref.env
+        g.cars = [[int(st["car_x"][i, j]), j + 1, int(st["car_timer"][i, j]),
+                   int(speed[i, j])] for j in range(8)]
+        g.pos, g.move_timer = int(st["pos"][i]), int(st["move_timer"][i])
+        g.terminate_timer = int(st["terminate_timer"][i])
+        refs.append(ref)
+    assert (st["pos"] == 0).any()  # crossings in the first step too
+    step_injected(env, refs, FREEWAY, 12, np.random.RandomState(5))
+
+
+def test_freeway_car_of_speed_zero_drives_left_every_step(kernels):
+    """A direction draw of exactly 0.5 gives MinAtar a car of speed 0, which drives left
+    and reuses another car's trail channel (BatchFreeway's docstring): here it drives left
+    every step, its timer staying 0, its trail in channel ``speed1``."""
+    env = BatchFreeway(1, sticky_action_prob=0.0, kernels=kernels)
+    env.reset(seed=0)
+    st = env.get_state()
+    st["car_speed"][0, 2], st["car_timer"][0, 2], st["car_x"][0, 2] = 0, 0, 1
+    env.set_state(st)
+    for x in (0, 9, 8):
+        obs, *_ = env.step(np.array([0]))
+        assert (env.state.car_x[0, 2], env.state.car_timer[0, 2]) == (x, 0)
+        assert obs[0, 3, x, 1] and obs[0, 3, (x + 1) % 10, 2]

@@ -9,7 +9,7 @@ import pytest
 
 minatar = pytest.importorskip("minatar")
 
-from minatar_parity import Game, StandIn, both_forms, random_policy, run  # noqa: E402
+from minatar_parity import Game, StandIn, random_policy, run  # noqa: E402
 
 import batchenv  # noqa: E402
 from batchenv.envs.minatar import BatchSeaquest  # noqa: E402
@@ -42,7 +42,7 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
     collects the largest number of live enemies seen in an env."""
     n = env.num_envs
     scratch = BatchSeaquest(6 * n, sticky_action_prob=0.0, validate=False,
-                            difficulty_ramping=env.difficulty_ramping, kernels=env.kernels)
+                            difficulty_ramping=env.difficulty_ramping)  # (compiled)
     scratch.reset(seed=0)
     first = np.tile(np.arange(6), n)
     idle = np.zeros(6 * n, dtype=np.int64)
@@ -82,8 +82,8 @@ def diver_hunter(env: BatchSeaquest, low_oxygen: int = 45, track: list | None = 
 
 
 @pytest.mark.parametrize("sticky", [0.1, 0.0, 0.5])
-def test_random_policy(sticky):  # (both kernels against one reference run)
-    env = both_forms(BatchSeaquest, 60, sticky_action_prob=sticky)
+def test_random_policy(sticky):
+    env = BatchSeaquest(60, sticky_action_prob=sticky)
     res = run(env, SEAQUEST, 400, random_policy(6), seed=10, rng=np.random.RandomState(0))
     assert res.steps == 60 * 400 and res.episodes > 500 and res.reward > 0
     assert (res.sticky_repeats > 0) == (sticky > 0)
@@ -324,7 +324,7 @@ def test_set_state_rejects_enemies_beyond_en_slots(kernels):
     env = BatchSeaquest(3, sticky_action_prob=0.0, kernels=kernels)
     env.reset(seed=0)
     st = env.get_state()
-    st["en_alive_4"][1], st["en_slots"][1] = True, 4
+    st["en_alive_4"][1], st["en_dx_4"][1], st["en_slots"][1] = True, 1, 4
     with pytest.raises(ValueError, match=r"en_slots on is not clear.*env indices \[1\]"):
         env.set_state(st)
     st["en_slots"][1] = 5  # slot 4 in use: fine

@@ -38,7 +38,8 @@ def test_make_is_row_0_of_a_batch_step_by_step(env_id):
     """Same seed, same actions: the single env's transitions are row 0 of a batch of 3 in
     DISABLED mode (no auto-reset on either side)."""
     env = gym.make(env_id)
-    batch = batchenv.make(env_id, 3, autoreset_mode="Disabled")
+    # float64 rewards: the single env's Python float, as Gymnasium's envs return it
+    batch = batchenv.make(env_id, 3, autoreset_mode="Disabled", reward_dtype=np.float64)
     obs, _ = env.reset(seed=11)
     bobs, _ = batch.reset(seed=11)
     np.testing.assert_array_equal(np.asarray(obs), bobs[0])

@@ -192,8 +192,13 @@ def test_box_actions_that_overflow_the_action_dtype_are_refused(env_id):
             env.step(actions)
     after = env.unwrapped.get_state()
     assert after.tobytes() == before.tobytes()  # nothing stepped
-    _, reward, *_ = env.step(np.full(shape, 1e30))  # finite in float32: clipped, as before
-    assert np.isfinite(reward).all()
+    # finite in float32: clipped, as before; MountainCarContinuous's reward charges the
+    # unclipped action (-0.1 a**2, as Gymnasium's), beyond float32's range, so float64
+    # rewards hold it
+    wide = gym.make_vec(env_id, num_envs=4, reward_dtype=np.float64)
+    wide.reset(seed=0)
+    _, reward, *_ = wide.step(np.full(shape, 1e30))
+    assert reward.dtype == np.float64 and np.isfinite(reward).all()
 
 
 class IntBoxEnv(BatchEnv):
@@ -229,7 +234,8 @@ def test_counter_steps_equal_sync_of_scalar_counters_data_equivalence(mode):
     """Every reset and step result, info included (final_obs entries are Python ints, as
     the single env returns them), is data_equivalence-equal to SyncVectorEnv's."""
     n, max_counts = 3, [2, 3, 4]
-    ours = CounterEnv(n, max_count=max_counts, autoreset_mode=mode)
+    # float64 rewards, as SyncVectorEnv's (data_equivalence compares dtypes)
+    ours = CounterEnv(n, max_count=max_counts, autoreset_mode=mode, reward_dtype=np.float64)
     sync = SyncVectorEnv([lambda m=m: ScalarCounter(m) for m in max_counts],
                          autoreset_mode=mode)
     assert data_equivalence(ours.reset(seed=0), sync.reset(seed=0), exact=True)

@@ -65,6 +65,9 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
             ``math.inf``: no limit); ``reset``, ``step``, ``render``, ``parallel`` and their
             async forms take one too.
         observation_mode: ``"same"``, ``"different"`` or ``(batched_space, single_space)``.
+        reward_dtype: the dtype of the returned rewards: ``np.float64`` (default, as
+            ``SyncVectorEnv``, whose results these are) or ``np.float32`` (the batched envs'
+            default).
 
     Raises:
         ValueError / TypeError: a bad argument; an async env under ``executor="thread"``.
@@ -77,7 +80,8 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
                  max_workers: int | None = None,
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
                  copy: bool = True, timeout: float | None = None,
-                 observation_mode: str | tuple[spaces.Space, spaces.Space] = "same") -> None:
+                 observation_mode: str | tuple[spaces.Space, spaces.Space] = "same",
+                 reward_dtype: Any = np.float64) -> None:
         self.closed = True  # until built (no finalizer runs on a half-built object)
         self.env_fns = env_fns = list(env_fns)
         if not env_fns:
@@ -91,6 +95,7 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
             raise ValueError(f"max_workers must be None or an int >= 1, got {max_workers!r}")
         self.timeout = _check_timeout(timeout)
         self.autoreset_mode = validation.check_autoreset_mode(autoreset_mode)
+        self.reward_dtype = validation.check_reward_dtype(reward_dtype)
         self.executor, self.copy, self.num_envs = executor, copy, len(env_fns)
         n = self.num_envs
         self.max_workers = min(n, MAX_THREADS) if max_workers is None else int(max_workers)
@@ -353,7 +358,7 @@ class ConcurrentVectorEnv(EnvPoolAPI, VectorEnv[ObsType, ActType, np.ndarray],
         args = list(zip(iterate(self.action_space, actions), self._autoreset.tolist()))
         idx = np.flatnonzero(~self._autoreset).tolist() if mode is _DISABLED else range(n)
         batch = await self._batch("step", _STEP_OPS[mode], args, idx, timeout)
-        rewards = np.zeros(n, dtype=np.float64)
+        rewards = np.zeros(n, dtype=self.reward_dtype)
         terminations, truncations = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
         new_obs: dict[int, Any] = {}
         infos: dict[str, Any] = {}

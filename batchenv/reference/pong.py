@@ -11,7 +11,7 @@ against.
   is the oracle, not a baseline.
 * :class:`PlainPong`: the same game against the CPU written as a plain-Python programmer
   would, with Python floats and the :mod:`random` module: the honest speed baseline for
-  "how fast is one Pong in Python" (its speed: ``python benchmarks/bench_pong.py``;
+  "how fast is one Pong in Python" (its speed beside BatchPong's: ``benchmarks/test_bench_pong.py``;
   docs/pong.md, "Speed").
 
 The reference owns its constants: the rules (:class:`Rules`), the image geometry

@@ -193,6 +193,7 @@ class ShardedVectorEnv(VectorEnv):
         self.action_space = batched_space(self.single_action_space, n)
         self.metadata = dict(template.metadata)
         self.autoreset_mode: AutoresetMode = template.autoreset_mode
+        self.reward_dtype: np.dtype = template.reward_dtype
         self.max_episode_steps = template.max_episode_steps
         self.render_mode = template.render_mode
         self.full_state_dtype = template.full_state_dtype
@@ -543,7 +544,8 @@ class ShardedVectorEnv(VectorEnv):
             shards = self._half_shards[h]
             result = self._outputs(a, b, shards, self._finish(shards, "step"))
         else:  # just reset
-            result = (self._out(self._arrays["obs"][a:b]), np.zeros(b - a),
+            result = (self._out(self._arrays["obs"][a:b]),
+                      np.zeros(b - a, dtype=self.reward_dtype),
                       np.zeros(b - a, bool), np.zeros(b - a, bool), {})
         result[4]["env_id"] = np.arange(a, b)
         d["received"], d["next"] = h, (h + 1) % len(self._half_rows)

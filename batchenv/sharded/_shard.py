@@ -63,7 +63,7 @@ def batch_layout(env: Any, n: int) -> dict[str, tuple[tuple[int, ...], np.dtype]
     own rows."""
     obs, act = env.single_observation_space, env.single_action_space
     layout = {"obs": ((n, *(obs.shape or ())), np.dtype(obs.dtype)),
-              "reward": ((n,), np.dtype(np.float64)),
+              "reward": ((n,), np.dtype(env.reward_dtype)),
               "flags": ((2, n), np.dtype(np.bool_)),  # terminated, truncated
               "actions": ((n, *(act.shape or ())), np.dtype(act.dtype))}
     if env.autoreset_mode is AutoresetMode.SAME_STEP:
@@ -79,7 +79,7 @@ def trajectory_layout(env: Any, steps: int, n: int
     obs, act = env.single_observation_space, env.single_action_space
     return {"obs": ((steps, n, *(obs.shape or ())), np.dtype(obs.dtype)),
             "actions": ((steps, n, *(act.shape or ())), np.dtype(act.dtype)),
-            "rewards": ((steps, n), np.dtype(np.float64)),
+            "rewards": ((steps, n), np.dtype(env.reward_dtype)),
             "flags": ((2, steps, n), np.dtype(np.bool_))}  # terminated, truncated
 
 

@@ -32,8 +32,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers import vector as vw
 
-from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError
-from batchenv.debug import KERNELS, KernelError, install
+from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError, enable_debug
+from batchenv.debug import KERNELS, KernelError
 
 __all__ = ["check_env", "contract_checks", "ContractError", "ContractReport", "ContractCheck",
            "CHECKS"]
@@ -150,8 +150,7 @@ class _Context:
         setattr(inner, "metadata", {**inner.metadata, "autoreset_mode": mode})  # noqa: B010
         inner.max_episode_steps = horizon
         if not inner.debug:
-            inner.debug = True
-            install(inner)
+            enable_debug(inner)
         return made
 
     def actions(self, env: VectorEnv, steps: int, seed: int = 0) -> list[np.ndarray]:
@@ -209,7 +208,8 @@ def _state_diff(a: np.ndarray, b: np.ndarray) -> str:
 # ---------------------------------------------------------------------- the checks
 def check_api(c: _Context) -> None:
     """reset/step return Gymnasium's tuples; observations inside the space, with the space's
-    dtype and shape, at every step; float64 rewards, bool flags; the env closes."""
+    dtype and shape, at every step; rewards of the env's ``reward_dtype``, bool flags; the env
+    closes."""
     n = c.num_envs
     env = c.make(n)
     obs, info = env.reset(seed=c.seed)
@@ -223,9 +223,10 @@ def check_api(c: _Context) -> None:
             if len(result) != 5:
                 raise _Fail("step", f"step returned {len(result)} values, not 5")
             obs, reward, terminated, truncated, info = result
-            if reward.shape != (n,) or reward.dtype != np.float64:
+            want = np.dtype(getattr(env, "reward_dtype", np.float32))  # the constructor's
+            if reward.shape != (n,) or reward.dtype != want:
                 raise _Fail("step_envs", f"reward at step {t} has shape {reward.shape} and "
-                            f"dtype {reward.dtype}; expected ({n},) float64")
+                            f"dtype {reward.dtype}; expected ({n},) {want}")
             if not np.isfinite(reward).all():
                 raise _Fail("step_envs", f"NaN or inf reward at step {t}, env indices "
                             f"{np.flatnonzero(~np.isfinite(reward))[:10].tolist()}")
@@ -586,13 +587,14 @@ def check_box_action_bounds(c: _Context) -> None:
     a[2].flat[0] = single.low.flat[0] - 1  # one entry below
     seen: list[np.ndarray] = []
     inner = env.unwrapped
-    kernel = inner.step_envs
+    form = inner.kernel_form  # (debug mode's: it steps through step_envs, for every form)
+    kernel = form.step_envs
 
-    def recording(s: Any, act: np.ndarray, rng: Any) -> Any:
+    def recording(env: Any, s: Any, act: np.ndarray, rng: Any) -> Any:
         seen.append(np.array(act))
-        return kernel(s, act, rng)
+        return kernel(env, s, act, rng)
 
-    inner.step_envs = recording
+    form.step_envs = recording  # type: ignore[method-assign]
     before = env.unwrapped.get_state()
     try:
         if policy == "raise":
@@ -615,9 +617,7 @@ def check_box_action_bounds(c: _Context) -> None:
                         f"{'np.clip(actions, low, high)' if policy == 'clip' else 'the actions'}"
                         f" exactly")
     finally:
-        del inner.step_envs
-        if inner.debug:
-            install(inner)
+        del form.step_envs
     if policy == "clip":  # out-of-bounds actions step as the clipped ones
         after = env.unwrapped.get_state()
         env.unwrapped.set_state(before)

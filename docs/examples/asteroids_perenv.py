@@ -147,9 +147,7 @@ def fire(s, i, action):
             return
 
 
-# The three large rules called every step are inline=True: left calls, each would copy the
-# state's namedtuple in every env's pass (docs/writing_envs.md, section 7)
-@perenv.rule(inline=True)
+@perenv.rule
 def move_rocks(s, i):
     for k in range(K):
         if s.rock_size[i, k] > 0:
@@ -177,7 +175,7 @@ def split_rock(s, i, k):
             return
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def shoot_rocks(s, i):
     """Each flying bullet, in slot order, destroys the first rock (in slot order) it is
     inside, and is spent. Returns the number of hits."""
@@ -196,7 +194,7 @@ def shoot_rocks(s, i):
     return hits
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def ship_crashed(s, i):
     for k in range(K):
         size = s.rock_size[i, k]

@@ -2,8 +2,8 @@
 
 The rules of ``asteroids_perenv.py`` (its docstring is the game's page) written a third time,
 the way a single-env game is usually written, to test the two batched forms against
-(``tests/test_example_asteroids.py``) and to time them against
-(``benchmarks/bench_asteroids.py``). A game loads from, and dumps to, one record of
+(``tests/test_example_asteroids.py``) and to time them against (docs/performance.md,
+"A game written per-env from the docs"). A game loads from, and dumps to, one record of
 ``Asteroids.get_state()``; its random draws are the row's own stream (a ``BatchRandom`` of
 one row over the record's key and counter), so it draws what the batched env's row draws.
 """

@@ -25,7 +25,7 @@ P = TypeVar("P", bound="DataclassInstance")
 S = TypeVar("S", bound=State)
 
 #: Below this many envs one transposed copy writes an (n, k) observation fastest; above it
-#: k column copies do (``python benchmarks/bench_micro.py``; docs/performance.md).
+#: k column copies do (docs/performance.md, "Why the kernels are written as they are").
 SMALL_BATCH = 1024
 
 

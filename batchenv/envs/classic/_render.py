@@ -8,7 +8,7 @@ anti-aliases the outlines (``aapolygon``, ``aacircle``, ``aalines``); these fram
 so edge pixels differ (tests compare with Gymnasium's pygame frames: well under 1% of the
 pixels differ). The static parts of a frame (background, track, hill, flag) are drawn once
 per env instance and copied into each frame, so a frame draws only its moving parts (what a
-frame costs: ``docs/classic_control.md``, "Rendering", ``python benchmarks/bench_render.py``).
+frame costs: ``docs/classic_control.md``, "Rendering").
 """
 
 from __future__ import annotations

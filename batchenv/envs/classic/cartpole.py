@@ -139,7 +139,7 @@ class BatchCartPole(ClassicControlEnv[CartPoleState]):
     :func:`sin_cos` (a minimax polynomial for the sine, ``sqrt(1 - sin**2)`` for the
     cosine) instead of the C library, which numpy calls one element at a time (the step's
     cost with and without it: ``docs/classic_control.md``, measured by
-    ``python benchmarks/bench_classic.py``). A sine may differ from Gymnasium's by one unit
+    ``benchmarks/test_bench_classic.py``). A sine may differ from Gymnasium's by one unit
     in the last place for under 2% of angles, a cosine for under 20% (tested), so a step
     from the same state agrees to 1e-15 (tested) instead of bit for bit, and long balanced
     episodes drift apart (the upright pole is unstable).
@@ -294,7 +294,7 @@ def sin_cos(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, z: np.ndarray) -> N
     Horner's rule on a minimax polynomial, the cosine as ``sqrt(1 - sin**2)`` (exact
     for |x| < pi/2, and ``np.sqrt`` is one correctly rounded SIMD instruction), instead of
     the C library's ``sin`` and ``cos``, which numpy calls one element at a time (timings:
-    ``python benchmarks/bench_micro.py``, docs/performance.md). Each result is within one
+    docs/performance.md, "Why the kernels are written as they are"). Each result is within one
     unit in the last place of the C library's (sines equal for ~99% of angles, cosines for
     ~87%); angles beyond :data:`FAST_TRIG_RANGE` go to the C library. ``z``: scratch."""
     np.multiply(x, x, out=z)

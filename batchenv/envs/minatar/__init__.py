@@ -1,5 +1,5 @@
 """MinAtar's games (Young & Tian, 2019; the ``minatar`` package 1.0.15), batched: one module
-per game, the shared pieces in ``_base.py`` (and the row-mask boards in ``_rows.py``). See
+per game, its rules written once as per-env kernels, the shared pieces in ``_base.py``. See
 ``docs/minatar.md``."""
 
 from batchenv.envs.minatar.asterix import BatchAsterix

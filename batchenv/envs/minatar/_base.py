@@ -3,103 +3,66 @@ rendering with MinAtar's palette, and the ``MinAtarEnv`` base class.
 
 Reference: MinAtar 1.0.15 (Young & Tian, 2019), ``minatar/environment.py`` (``Environment``:
 sticky actions, 6 actions), ``minatar/gym.py`` (Gymnasium ids, the ``rgb_array`` palette)
-and ``minatar/gui.py``. Each game is one module with its own kernels, in both forms (the
-numpy kernels ``reset_envs``, ``step_envs``, ``observe`` and the per-env kernels
-``reset_env``, ``step_env``, ``observe_env``); this module holds only rule functions they
-call and the plumbing they have in common.
+and ``minatar/gui.py``. Each game is one module with its rules written once, as per-env
+kernels (``reset_env``, ``step_env``, ``observe_env``: the rules of one env, row ``i``, as
+MinAtar's ``act()`` reads; :mod:`batchenv.perenv` compiles them into one loop over the
+batch); this module holds only the rule functions they share and the plumbing.
 
 **Random words.** Every random decision of a MinAtar game is a function of one 64-bit word
-of the env's own stream (:class:`batchenv.random.BatchRandom`): each step draws a fixed
-block of :attr:`MinAtarEnv.step_words` words for every row (word 0 is the sticky-action
-draw), then the words of the step's events (below), each reset its game's number. The
-conversions, which ``tests/minatar_parity.py`` reimplements to drive the reference:
+of the env's own stream (:func:`batchenv.perenv.bits`: the words
+:class:`batchenv.random.BatchRandom` gives that row). The conversions, which
+``tests/minatar_parity.py`` reimplements to drive the reference:
 
-* ``rand()`` (uniform in [0, 1)) is ``(word >> 11) * 2**-53``, so ``rand() < p`` is
-  ``(word >> 11) < p * 2**53``, i.e. ``word < ceil(p * 2**53) * 2**11`` (one integer
-  comparison: ``word >> 11`` is an integer);
-* ``randint(low, high)`` is ``low + word % (high - low)``.
+* ``rand()`` (uniform in [0, 1)) is ``(word >> 11) * 2**-53`` (:func:`batchenv.perenv.random`),
+  so ``rand() < p`` is the same comparison as MinAtar's;
+* ``randint(low, high)`` is ``low + word % (high - low)`` (:func:`batchenv.perenv.integers`).
 
-A draw that the reference makes only on an event (a spawn, a crossing) is made only then,
-by the rows that have the event (:meth:`MinAtarEnv.event_draws`): a row's stream depends
-on its own history only, never on other rows.
+A step draws its sticky-action word first, then the words of the step's events in the
+reference's order; a draw that the reference makes only on an event (a spawn, a crossing)
+is made only then (Seaquest alone draws a fixed block every step). A row's stream depends
+on its own history only.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
 from batchenv import perenv
 from batchenv.core import BatchEnv
-from batchenv.entities import Grid
-from batchenv.random import BatchRandom
 from batchenv.rendering import render_tiled
-from batchenv.state import Field, State
+from batchenv.state import Field, Range, State
 
-__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "STICKY_FIELDS",
-           "cubehelix_palette", "minatar_palette", "rand_below", "randint", "sticky_actions",
-           "sticky_action_env", "clear_board", "paint_row", "paint_table_row"]
+__all__ = ["MinAtarEnv", "MinAtarState", "ACTIONS", "GRID", "LAST", "Coordinate", "Heading",
+           "cubehelix_palette", "minatar_palette", "sticky_action_env", "clear_board",
+           "paint_table_row"]
 
 #: MinAtar's six actions, in its ``action_map`` order (``minatar/environments/*.py``).
 ACTIONS = ("n", "l", "u", "r", "d", "f")
 NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
 GRID = 10  # the 10 x 10 board of every game
-#: State columns every MinAtar game appends to its schema.
-STICKY_FIELDS = [("last_action", np.int8)]  # the action applied last step (MinAtar's
-#                                             Environment.last_action); 0 before any step
+LAST = GRID - 1  # the last row and column of the board
+ROW_BITS = GRID  # a board row as a row mask: bit x is column x
+ROW_MASKS = 1 << ROW_BITS  # the row masks of a board row, 0 to 1023 (an index of row tables)
 
-# ---------------------------------------------------------------- random words
-def word_threshold(p: float) -> np.ndarray | None:
-    """The uint64 ``t`` with ``word < t`` exactly when ``rand() < p`` (``rand()`` being
-    ``(word >> 11) * 2**-53``): ``ceil(p * 2**53) * 2**11``, as ``word >> 11`` is an
-    integer and ``p * 2**53`` is exact in float64. None when ``rand() < p`` always holds
-    (``p >= 1``; 0-d array: cheaper to compare with than a numpy scalar)."""
-    limit = math.ceil(p * 2.0**53) << 11 if p > 0 else 0
-    return None if limit >= 2**64 else np.array(limit, dtype=np.uint64)
+# Field types the games' states share, with their valid ranges (batchenv.state.Range).
+#: A board row or column, 0-9: the kernels index the observation with it.
+Coordinate = Annotated[Field[np.int8], Range(0, LAST)]
+#: A heading along one axis: -1 or +1 (0 is in the range as a value the rules survive, a
+#: thing that stays put; each game's check_state refuses it where MinAtar has none).
+Heading = Annotated[Field[np.int8], Range(-1, 1)]
 
 
-def rand_below(words: np.ndarray, p: float) -> np.ndarray:
-    """``rand() < p`` for each word, exactly (see :func:`word_threshold`)."""
-    limit = word_threshold(p)
-    return np.ones(words.shape, dtype=bool) if limit is None else words < limit
-
-
-def randint(words: np.ndarray, low: int | np.ndarray, high: int | np.ndarray) -> np.ndarray:
-    """``randint(low, high)`` for each word: ``low + word % (high - low)`` (int64)."""
-    span = np.asarray(high, dtype=np.uint64) - np.asarray(low, dtype=np.uint64)
-    return (words % span).astype(np.int64) + low
-
-
-def sticky_actions(action: np.ndarray, last_action: np.ndarray, word: np.ndarray,
-                   prob: float, keep: np.ndarray | None = None) -> np.ndarray:
-    """MinAtar's ``Environment.act``: ``if rand() < sticky_action_prob: a = last_action``,
-    then ``last_action = a``. Returns the applied actions (int8) and updates
-    ``last_action`` in place, except at rows ``keep`` (envs whose step is discarded:
-    NEXT_STEP resets them, and MinAtar would call ``reset``, not ``act``, there)."""
-    applied = action.astype(np.int8)  # (int8 operands all along: no casting loops below)
-    if prob > 0.0:
-        repeat = rand_below(word, prob)
-        np.copyto(applied, last_action, where=repeat)
-    if keep is None:
-        last_action[...] = applied
-    else:
-        kept = last_action[keep]
-        last_action[...] = applied
-        last_action[keep] = kept
-    return applied
-
-
-# ---------------------------------------------------------------- per-env rules
+# ---------------------------------------------------------------- rules every game calls
 @perenv.rule
 def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
-    """:func:`sticky_actions` for row ``i`` (the per-env kernels' form): the agent's action
-    through the action set, then MinAtar's sticky draw (step word 0, drawn whatever the
-    probability): with probability ``sticky_action_prob`` the action applied last step
-    instead. Updates ``last_action``; returns the MinAtar action applied."""
+    """MinAtar's ``Environment.act`` for row ``i``: the agent's action through the action
+    set, then the sticky draw (step word 0, drawn whatever the probability): ``if rand() <
+    sticky_action_prob: a = last_action``, then ``last_action = a``. Returns the MinAtar
+    action applied (an index into :data:`ACTIONS`)."""
     a = p.action_set[action]
     if perenv.random(s, i) < p.sticky_action_prob:
         a = s.last_action[i]
@@ -109,7 +72,7 @@ def sticky_action_env(p: Any, s: Any, i: int, action: int) -> int:
 
 # An env's observation (10, 10, C) bools written as uint64 words of 8 cells (perenv.words):
 # an observe_env clears a board in 10 * C / 8 stores per row, and copies rows from tables of
-# row images (paint_row: games whose board row of 10 * C cells is a multiple of 8 bytes).
+# row images (games whose board row of 10 * C cells is a multiple of 8 bytes).
 @perenv.rule
 def clear_board(obs: np.ndarray) -> None:
     """Every cell of one env's observation to False, a word of 8 cells at a time (a board of
@@ -117,30 +80,20 @@ def clear_board(obs: np.ndarray) -> None:
     Compiled, its size is read from ``obs``, and the loop is a call of memset: a board
     painted row by row from a module-level table (:func:`paint_table_row`) is a few stores
     per row instead, and no call in the compiled step (Asterix and Breakout paint theirs so:
-    docs/performance.md, "MinAtar per-env: Asterix, Breakout and Seaquest against issue
-    21's 100x", "No memset calls")."""
+    docs/performance.md, "Per-env kernels: the step around the rules", "Views without
+    calls")."""
     words = perenv.words(obs)
     for k in range(len(words)):
         words[k] = 0
 
 
 @perenv.rule
-def paint_row(obs: np.ndarray, y: int, image: np.ndarray) -> None:
-    """Board row ``y`` of one env's observation set to ``image``, that row's cells as
-    uint64 words (a row of a table of row images)."""
-    words = perenv.words(obs)
-    first = y * len(image)
-    for k in range(len(image)):
-        words[first + k] = image[k]
-
-
-@perenv.rule
 def paint_table_row(obs: np.ndarray, y: int, table: np.ndarray, code: np.uint64) -> None:
     """Board row ``y`` of one env's observation set to row ``code`` of ``table`` (a table
-    of row images, ``(codes, words per board row)`` uint64): :func:`paint_row` of
-    ``table[code]`` without making the view (``code`` unsigned: no wraparound). For a
-    module-level table the width is a constant of the compiled code: a few stores, where a
-    loop over a width read from ``obs`` becomes a call of memset."""
+    of row images, ``(codes, words per board row)`` uint64: the row's cells as uint64
+    words). ``code`` must be a row of the table (the state's ranges see to it; unsigned:
+    no wraparound). For a module-level table the width is a constant of the compiled code:
+    a few stores, where a loop over a width read from ``obs`` becomes a call of memset."""
     words = perenv.words(obs)
     width = table.shape[1]
     first = y * width
@@ -178,10 +131,15 @@ def minatar_palette(n_channels: int) -> np.ndarray:
 
 
 class MinAtarState(State):
-    """The field every MinAtar game's state has (a game's typed state subclasses this)."""
+    """The field every MinAtar game's state has (a game's typed state subclasses this).
 
-    last_action: Field[np.int8]  # the action applied last step (MinAtar's
-    #                              Environment.last_action); 0 before any step
+    Each field declares its valid range (:class:`~batchenv.state.Range`): ``set_state``
+    refuses anything outside, and any state inside the ranges (and the game's
+    ``check_state``) is safe to step, and steps to a state inside them again."""
+
+    # the action applied last step (MinAtar's Environment.last_action; 0 before any step):
+    # an index into ACTIONS (SpaceInvaders and Seaquest look their moves up by it)
+    last_action: Annotated[Field[np.int8], Range(0, len(ACTIONS) - 1)]
 
 
 S = TypeVar("S", bound=MinAtarState)
@@ -192,10 +150,10 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     """Base of the MinAtar games: spaces, sticky actions, the minimal action set and
     rendering. A game sets :attr:`game`, :attr:`channels`, :attr:`minimal_actions`,
     :attr:`step_words`, :attr:`reset_words` and its state (a :class:`MinAtarState`
-    subclass as ``state_type``, or a ``state_dtype`` ending with :data:`STICKY_FIELDS`),
-    and writes ``reset_envs``, ``step_envs`` and ``observe``, and the same rules as per-env
-    kernels ``reset_env``, ``step_env``, ``observe_env`` (:mod:`batchenv.perenv`; they read
-    :attr:`kernel_params` and call :func:`sticky_action_env` first).
+    subclass as ``state_type``, its fields' ranges declared), and writes its rules as
+    per-env kernels ``reset_env``, ``step_env``, ``observe_env`` (:mod:`batchenv.perenv`;
+    they read :attr:`kernel_params`, and ``step_env`` calls :func:`sticky_action_env`
+    first).
 
     Args:
         num_envs: envs in the batch.
@@ -206,13 +164,15 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         minimal_action_set: actions are indices into MinAtar's ``minimal_action_set()``
             (the ``-v1`` ids) instead of its 6 actions (``-v0``).
         render_scale: pixels per board cell of ``rgb_array`` frames (default 8).
-        kernels: ``"numpy"`` (the game's numpy kernels), ``"numba"`` (its per-env kernels
-            compiled by :mod:`batchenv.perenv`: the same results, faster; needs
-            ``pip install batchenv[fast]``), ``"python"`` (the per-env kernels as a Python
-            loop: slow, debuggable) or ``"auto"`` (default: numba when it is installed,
-            else the numpy kernels). The first env of a game in a process compiles its
-            loops (seconds). ``env.kernels`` tells which one runs; ``num_threads=`` (a
-            :class:`~batchenv.BatchEnv` option) runs the compiled loop on threads.
+        kernels: ``"numba"`` (the game's per-env kernels compiled by
+            :mod:`batchenv.perenv` into one loop over the batch; needs ``pip install
+            "batchenv[fast]"``), ``"python"`` (the same kernels as a Python loop: the same
+            results, slow, debuggable) or ``"auto"`` (default: numba when it is installed,
+            else the Python loop, with a warning). The first env of a game in a process
+            compiles its loops (seconds). ``env.kernels`` tells which one runs;
+            ``num_threads=`` (a :class:`~batchenv.BatchEnv` option) runs the compiled loop
+            on threads. A game's rules are written once, in this form: ``"numpy"`` is a
+            ValueError.
         **kwargs: :class:`~batchenv.BatchEnv` options.
     """
 
@@ -224,10 +184,11 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
     channels: ClassVar[tuple[str, ...]]
     #: MinAtar's ``minimal_action_set()``: indices into :data:`ACTIONS`.
     minimal_actions: ClassVar[tuple[int, ...]]
-    #: Random words drawn per row each step (word 0: the sticky-action draw) and per reset.
+    #: Random words a row draws each step (word 0: the sticky-action draw) and per reset,
+    #: for the docs and ``tests/minatar_parity.py``.
     step_words: ClassVar[int] = 1
     reset_words: ClassVar[int] = 0
-    #: The draws made only on a game's events (:meth:`event_draws`), in words, for the docs.
+    #: The words drawn only on a game's events, for the docs.
     event_words: ClassVar[str] = ""
     #: One character per channel for ``ansi`` frames (a cell shows its highest channel).
     ansi_chars: ClassVar[str] = "123456789"
@@ -254,78 +215,8 @@ class MinAtarEnv(BatchEnv[S], Generic[S]):
         n_channels = len(self.channels)
         self.single_action_space = spaces.Discrete(len(self.action_set))
         self.single_observation_space = spaces.Box(0, 1, (GRID, GRID, n_channels), bool)
-        kwargs["kernels"] = kernels  # the base class binds the per-env kernels
-        super().__init__(num_envs, **kwargs)
-        self._grids: dict[int, Grid] = {}
-        self._reward_out = np.zeros(self.num_envs, dtype=np.float64)
-        self._terminated_out = np.zeros(self.num_envs, dtype=np.bool_)
+        super().__init__(num_envs, kernels=kernels, **kwargs)
         self.palette = minatar_palette(n_channels)
-
-    # ------------------------------------------------------------ for the kernels
-    @property
-    def reward_buffer(self) -> np.ndarray:
-        """A float64 ``(num_envs,)`` array a kernel may write its rewards into and return
-        (the base class copies what ``step_envs`` returns)."""
-        return self._reward_out
-
-    @property
-    def terminated_buffer(self) -> np.ndarray:
-        """A bool ``(num_envs,)`` array for ``terminated``, as :attr:`reward_buffer`."""
-        return self._terminated_out
-
-    def grid(self, rows: int) -> Grid:
-        """The :class:`~batchenv.entities.Grid` of ``rows`` observations (made once per
-        size: ``observe`` sees the whole batch, or the few envs of a SAME_STEP reset)."""
-        grid = self._grids.get(rows)
-        if grid is None:
-            if len(self._grids) > 8:
-                self._grids.clear()
-            grid = self._grids[rows] = Grid(rows, GRID, GRID, len(self.channels))
-        return grid
-
-    def step_draws(self, s: State, rng: BatchRandom) -> np.ndarray:
-        """This step's :attr:`step_words` words per env, draw-major ``(step_words, n)``.
-        Every row draws, envs that this step resets (NEXT_STEP) too: the base class gives
-        back whatever a discarded step draws (:meth:`BatchEnv.step` restores their streams
-        before their reset), so a reset's start state depends only on where the stream
-        stood, as a reset by ``reset(options={"reset_mask": ...})`` from the same state."""
-        return rng.draws(self.step_words)
-
-    def event_draws(self, s: State, rng: BatchRandom, event: np.ndarray, count: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
-        """Draws the reference makes only on an event (a spawn, a crossing): ``count``
-        words, draw-major ``(count, k)``, for the ``k`` rows where ``event`` holds (rows
-        whose step is discarded too: as for :meth:`step_draws`, the base class gives their
-        words back). Returns ``(rows, words)``; the other rows' streams do not move. Call
-        after :meth:`step_draws`, in the reference's order of draws."""
-        rows = event.nonzero()[0]
-        return rows, rng.at(rows).draws(count)
-
-    @staticmethod
-    def return_draws(s: State, rows: np.ndarray, count: int) -> None:
-        """Give back the last ``count`` words drawn by ``rows`` (their streams step back):
-        for a draw the reference makes on a further condition, drawn with the others
-        (one call instead of two) and returned where the condition fails."""
-        if len(rows):
-            s.rng_counter[rows] -= np.uint64(count)
-
-    @staticmethod
-    def discarded_rows(s: State) -> np.ndarray | None:
-        """The rows whose step result is discarded (None if none): envs awaiting a reset,
-        which NEXT_STEP resets right after the kernel (DISABLED restores them whole). Their
-        draws need no care (the base class gives them back), but state that a reset keeps
-        does: :func:`sticky_actions` leaves their ``last_action`` alone."""
-        over = s.awaiting_reset
-        return over.nonzero()[0] if np.count_nonzero(over) else None
-
-    def game_actions(self, s: MinAtarState, action: np.ndarray, sticky_word: np.ndarray
-                     ) -> np.ndarray:
-        """The MinAtar actions (indices into :data:`ACTIONS`) applied this step: the agent's
-        actions mapped through the action set, then :func:`sticky_actions`."""
-        if self.minimal_action_set:
-            action = self.action_set.take(action)
-        return sticky_actions(action, s.last_action, sticky_word, self.sticky_action_prob,
-                              self.discarded_rows(s))
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:

@@ -47,6 +47,7 @@ from gymnasium import spaces
 from batchenv import perenv
 from batchenv.envs.minigrid import common
 from batchenv.envs.minigrid.base import BatchMiniGrid
+from batchenv.state import Range
 
 MAX_TRIES = 100  # DynamicObstaclesEnv's place_obj(..., max_tries=100)
 COLLISION = -1.0  # the reward of walking into a ball or a wall
@@ -71,9 +72,26 @@ class BatchDynamicObstacles(BatchMiniGrid):
         super().__init__(num_envs, width=size, height=size, max_steps=4 * size * size,
                          see_through_walls=True, **kwargs)
 
+    #: each ball's cell (x, y), or x = -1: not placed (minigrid would have raised); a
+    #: placed ball's cell is one move_obstacles writes (check_state: on the grid, a ball)
+    state_ranges = {**BatchMiniGrid.state_ranges, "obstacles": Range(-1, "width - 1")}
+
     def family_fields(self) -> list[tuple[Any, ...]]:
-        # each ball's cell (x, y); x = -1: not placed (minigrid would have raised)
         return [("obstacles", np.int64, (max(self.n_obstacles, 1), 2))]
+
+    def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        """The common checks, and each placed ball (x >= 0) in a cell of the grid that
+        holds a ball."""
+        problems = super().check_state(states)
+        cells = states["obstacles"][:, :self.n_obstacles]
+        x, y = cells[..., 0], cells[..., 1]
+        placed = x >= 0
+        rows = np.arange(len(states))[:, None]
+        kind = states["grid"][rows, np.clip(x, 0, self.width - 1),
+                              np.clip(y, 0, self.height - 1), 0]  # (beyond: a range's)
+        problems["a placed ball not in a cell of the grid holding a ball"] = (
+            placed & ((y < 0) | (kind != common.BALL))).any(axis=1)
+        return problems
 
     @staticmethod
     def reset_env(p, s, i):  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -464,6 +464,34 @@ class BatchPong(BatchEnv[PongState]):
         env order row by row on a grid of ``cols`` columns (default: about square),
         separated by ``gap`` black pixels. Works with any ``render_mode``."""
         return render_tiled(self, self.frames, k, cols, gap)
+
+    # ------------------------------------------------------------------ multi-agent
+    # batchenv's multi-agent protocol (batchenv.adapters.pettingzoo): the agents' names, each
+    # agent's view of the batch's observations and rewards, and the keywords that make the
+    # env multi-agent when an adapter is given its id.
+
+    #: ``parallel_env("batchenv/Pong-v0")``'s default: both paddles controlled.
+    multi_agent_kwargs: ClassVar[dict[str, Any]] = {"mode": "two_player"}
+
+    @property
+    def possible_agents(self) -> tuple[str, ...]:
+        """``("left", "right")`` when both paddles are controlled (``two_player``,
+        ``rally``): agent k's action is column k of the ``MultiDiscrete([3, 3])`` action.
+        Empty against the CPU (one agent: a plain env)."""
+        return () if self.mode == "cpu" else ("left", "right")
+
+    def agent_observations(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Each agent's view of a batch of observations: the left player's as they are,
+        the right player's mirrored (:meth:`mirror_obs`), so both see themselves on the left
+        and one policy can play either side."""
+        return obs, self.mirror_obs(obs, self.obs_type, self.channel_axis)
+
+    def agent_rewards(self, reward: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Each agent's rewards: zero-sum in ``two_player`` (the left side's reward, and
+        its negation), the shared rally reward in ``rally``."""
+        if self.mode == "two_player":
+            return reward, np.negative(reward) + 0.0  # (+ 0.0: no -0.0 for a 0 reward)
+        return reward, reward.copy()
 
     @staticmethod
     def mirror_obs(obs: np.ndarray, obs_type: str = "state",

@@ -270,7 +270,7 @@ def serve_straight(k: PongKernelConstants, s: Any, i: int) -> None:
     s.ball_vy[i] = 0.0
 
 
-@rule(inline=True)  # (a large helper that takes s: perenv.rule says why)
+@rule
 def substep(k: PongKernelConstants, s: Any, i: int, left: int, right: int
             ) -> tuple[float, bool]:
     """One physics step of game ``i``: ``(reward, episode over)``."""

@@ -1,4 +1,4 @@
-"""What a new author still hit (issue 23), each as the author wrote it: a step kernel that
+"""More mistakes an author makes (issue 23), each as the author wrote it: a step kernel that
 draws for every row, per-env state kept on ``self``, arrays sized by ``num_envs``, a reward
 computed in uint8, an exception inside a kernel, a small (H, W, 3) uint8 observation."""
 
@@ -154,7 +154,7 @@ def test_check_env_catches_state_kept_outside_the_state_at_its_defaults(env, che
 
 
 @pytest.mark.parametrize("env", [Walk, Catch])
-def test_good_envs_pass_the_new_checks(env):
+def test_good_envs_pass_the_round_trip_and_staggered_checks(env):
     report = check_env(env)
     assert {"fresh_env_round_trip", "staggered_episodes"} <= set(report.passed)
 
@@ -208,11 +208,12 @@ class SignedRewards(Catch):
         return reward.astype(np.int8), over
 
 
-def test_signed_integer_rewards_are_stored_as_float64_without_loss():
-    env = SignedRewards(4, debug=True)
+@pytest.mark.parametrize("reward_dtype", [np.float32, np.float64])
+def test_signed_integer_rewards_are_stored_in_the_reward_dtype_without_loss(reward_dtype):
+    env = SignedRewards(4, debug=True, reward_dtype=reward_dtype)
     env.reset(seed=0)
     rewards = [env.step(np.zeros(4, dtype=np.int64))[1] for _ in range(9)]
-    assert rewards[-1].dtype == np.float64 and set(rewards[-1]) <= {-1.0, 1.0}
+    assert rewards[-1].dtype == reward_dtype and set(rewards[-1]) <= {-1.0, 1.0}
     assert "api" in check_env(SignedRewards).passed
 
 
