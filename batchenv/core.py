@@ -36,7 +36,7 @@ from gymnasium.vector.utils import batch_space
 from batchenv import debug as debug_mode
 from batchenv._envpool import EnvPoolAPI
 from batchenv._loops import PerEnvForm
-from batchenv.forms import KernelForm, NumpyForm, choose, default_kernel
+from batchenv.forms import KernelForm, NumpyForm, choose, default_kernel, resets_a_copy
 from batchenv.random import BatchRandom, seed_keys
 from batchenv.state import (
     Range,
@@ -308,6 +308,7 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
     #: incrementally (BatchPong's tiles and pixels).
     observe_fills_out: bool = False
 
+    @resets_a_copy
     def reset_rows(self, s: S, rows: np.ndarray, rng: BatchRandom) -> None:
         """Fill rows ``rows`` (sorted indices) of the full state ``s`` with start states;
         ``rng`` draws for those rows only. The base class calls this for masked resets and

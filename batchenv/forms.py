@@ -68,6 +68,13 @@ def default_kernel(f: F) -> F:
     return f
 
 
+def resets_a_copy(f: F) -> F:
+    """Marks the base class's ``reset_rows``, which resets a copy of the rows with
+    ``reset_envs``: debug mode then checks that ``reset_envs`` call as such."""
+    f._batchenv_resets_a_copy = True  # type: ignore[attr-defined]
+    return f
+
+
 def numba_available() -> bool:
     """Whether numba can be imported (``pip install "batchenv[fast]"``)."""
     return importlib.util.find_spec("numba") is not None
@@ -212,5 +219,5 @@ class NumpyForm(KernelForm):
     def step_envs(self, env: Any, s: Any, action: np.ndarray, rng: Any) -> Any:
         return env.step_envs(s, action, rng)
 
-    def observe(self, env: Any, s: Any, out: np.ndarray) -> None:
-        env.observe(s, out)
+    def observe(self, env: Any, s: Any, out: np.ndarray) -> Any:
+        return env.observe(s, out)  # (what it returns: debug mode's check wants to see it)
