@@ -311,7 +311,7 @@ class BatchCrafter(BatchEnv[CrafterState]):
         """``rgb_array``: each env's image (crafter's ``render()``), whatever ``obs_type``."""
         out = np.zeros((len(s), 64, 64, 3), np.uint8)
         if self.pixels:
-            self.observe(s, out)
+            self.kernel_form.observe(self, s, out)
         else:  # (the pixel kernel as plain Python: slow, for watching)
             p = _Params(*(getattr(self, name) for name in self.kernel_params))
             with np.errstate(over="ignore"):

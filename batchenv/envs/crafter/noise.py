@@ -44,7 +44,7 @@ _SIGN_BIT = np.uint64(1 << 63)
 _WRAP_MOD = np.array([2**64 % (i + 1) for i in range(256)], dtype=np.int64)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def init_perm(seed: int, perm: np.ndarray) -> None:
     """``opensimplex.internals._init(seed)``'s permutation into ``perm`` (256 uint8): the
     seed through the LCG three times, then a Fisher-Yates shuffle of 0-255 driven by it.
@@ -70,7 +70,7 @@ def init_perm(seed: int, perm: np.ndarray) -> None:
         perm[i] = v
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def extrapolate3(perm: np.ndarray, xsb: int, ysb: int, zsb: int, dx: float, dy: float,
                  dz: float) -> float:
     """opensimplex's ``_extrapolate3``: the gradient of lattice point (xsb, ysb, zsb) (a
@@ -81,7 +81,7 @@ def extrapolate3(perm: np.ndarray, xsb: int, ysb: int, zsb: int, dx: float, dy: 
     return GRADIENTS3[index] * dx + GRADIENTS3[index + 1] * dy + GRADIENTS3[index + 2] * dz
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def noise3(perm: np.ndarray, x: float, y: float, z: float) -> float:
     """``OpenSimplex.noise3(x, y, z)`` for the permutation ``perm`` (:func:`init_perm`): the
     body of ``opensimplex.internals._noise3`` unchanged (its comments too)."""

@@ -242,7 +242,7 @@ def noise_field(key: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- kernels
-@perenv.rule
+@perenv.rule(inline=False)
 def object_texture(s: Any, i: int, who: int) -> int:
     """The index into :data:`OBJECT_TEXTURES` of what stands on a cell (its object map
     entry): the player by facing (asleep: ``player-sleep``), arrows by direction, plants
@@ -261,7 +261,7 @@ def object_texture(s: Any, i: int, who: int) -> int:
     return tex
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def noise_hash(key: np.uint32, p: np.uint32) -> np.uint32:
     """Pixel ``p``'s hash of the night's key (C. Wellons' ``lowbias32`` of ``key ^ p``): 32
     bits whose low 16 make the pixel's noise. 32-bit: the compiled loop over a row's
@@ -272,7 +272,7 @@ def noise_hash(key: np.uint32, p: np.uint32) -> np.uint32:
     return np.uint32(h ^ (h >> _S16))
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping: bool,
                vig: np.ndarray) -> None:
     """The formula of the module docstring over the world's 63 x 49 pixels of ``obs``, in
@@ -287,7 +287,7 @@ def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping:
             sleep_row(flat, y)
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
               vig: np.ndarray) -> None:
     """Row ``y`` of the world's pixels lit (``amount`` 0: no noise; the same values as
@@ -314,7 +314,7 @@ def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
         flat[at + 2] = np.uint32(d * c2 + (1 - d) * ((1 - 0.5) * np.float64(e2) + _TINT2))
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def sleep_row(flat: np.ndarray, y: int) -> None:
     """Row ``y`` of the world's lit pixels greyed and tinted (``LocalView._sleep``)."""
     first = y * SIZE * 3
@@ -327,32 +327,18 @@ def sleep_row(flat: np.ndarray, y: int) -> None:
         flat[at + 2] = np.uint32((1 - 0.5) * np.float64(grey) + _SLEEP2)
 
 
-def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:
-    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox): a slice in Python (the kernels
-    as a Python loop, debug mode's probe), a loop of bytes compiled (a slice's shape check
-    would need numba's reference counting: :func:`_compile_copy_tile`)."""
-    obs[oy:oy + UNIT, ox:ox + UNIT] = tile
-
-
-def _compile_copy_tile() -> None:
-    from numba.extending import overload
-
-    @overload(copy_tile, inline="always")
-    def _copy_tile(obs, oy, ox, tile):  # type: ignore[no-untyped-def]
-        def impl(obs, oy, ox, tile):  # type: ignore[no-untyped-def]
-            for ty in range(UNIT):
-                for tx in range(UNIT):
-                    for ch in range(3):
-                        obs[oy + ty, ox + tx, ch] = tile[ty, tx, ch]
-
-        return impl
-
-
-if perenv.numba_available():
-    _compile_copy_tile()
-
-
 @perenv.rule
+def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:
+    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox), byte by byte (compiled, a
+    slice assignment's shape check would need numba's reference counting, which the
+    loop's borrowed arrays do without)."""
+    for ty in range(UNIT):
+        for tx in range(UNIT):
+            for ch in range(3):
+                obs[oy + ty, ox + tx, ch] = tile[ty, tx, ch]
+
+
+@perenv.rule(inline=False)
 def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     """``Env.render()`` of row ``i`` into ``obs`` (64, 64, 3)."""
     step = s.step[i]
@@ -407,7 +393,7 @@ def symbolic_layout() -> list[tuple[str, int, int]]:
     return names
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def observe_symbolic(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     """The symbolic observation of row ``i`` (float32, :data:`SYMBOLIC_SIZE`): the 9 x 7
     cells of the image's world part, row by row (``(7, 9, 18)`` reshaped), each a one-hot
@@ -458,7 +444,11 @@ def observe(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
 def _compile_observe() -> None:
     from numba.extending import overload
 
-    @overload(observe, inline="always")
+    # Not inline="always": numba 0.68.1's inlining of overloads and register_jitable
+    # functions into the loop lost every store of reset_env in the same loop (a
+    # reproducer of 30 lines in docs/crafter.md, "How the kernels are built"). A call
+    # per observation costs nothing beside the image's work.
+    @overload(observe)
     def _observe(p, s, i, obs):  # type: ignore[no-untyped-def]
         if obs.ndim == 3:
             return lambda p, s, i, obs: observe_pixels(p, s, i, obs)

@@ -112,7 +112,7 @@ def _daylight_table() -> np.ndarray:
 DAYLIGHT = _daylight_table()
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def daylight(step: int) -> float:
     """``Env._update_time``: ``1 - |cos(pi * ((step / 300) % 1 + 0.3))| ** 3``; from
     :data:`DAYLIGHT` up to crafter's length, the formula past it."""
@@ -122,12 +122,12 @@ def daylight(step: int) -> float:
     return 1 - abs(math.cos(math.pi * progress)) ** 3
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def sign(v: int) -> int:
     return (v > 0) - (v < 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def toward(x: int, y: int, tx: int, ty: int, long_axis: bool) -> tuple[int, int]:
     """``Object.toward``: a unit step from (x, y) toward (tx, ty) along the longer axis
     (``long_axis``) or the shorter one; ``(0, 0)`` when the chosen axis has no offset."""
@@ -137,13 +137,13 @@ def toward(x: int, y: int, tx: int, ty: int, long_axis: bool) -> tuple[int, int]
     return 0, sign(oy)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def distance_to_player(s: Any, i: int, x: int, y: int) -> int:
     """``Object.distance``: the L1 distance from (x, y) to the player."""
     return abs(np.int64(s.player_x[i]) - x) + abs(np.int64(s.player_y[i]) - y)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def hurt(s: Any, i: int, who: int, damage: int) -> None:
     """``obj.health -= damage`` on the object map's entry ``who`` (the player or a slot);
     ``Object.health``'s setter keeps it at 0 or above."""
@@ -154,7 +154,7 @@ def hurt(s: Any, i: int, who: int, damage: int) -> None:
         s.obj_health[i, k] = max(0, s.obj_health[i, k] - damage)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def move(s: Any, i: int, k: int, dx: int, dy: int, walkable: np.ndarray) -> bool:
     """``Object.move``: step slot ``k`` by (dx, dy) if the cell is free; True when it was
     free (also for a removed object, which stays where it was: ``World.move`` ignores it)."""
@@ -166,7 +166,7 @@ def move(s: Any, i: int, k: int, dx: int, dy: int, walkable: np.ndarray) -> bool
 
 
 # ----------------------------------------------------------------------------- the player
-@perenv.rule
+@perenv.rule(inline=False)
 def player_move(s: Any, i: int, d: int) -> None:
     """``Player._move``: face direction ``d``, step if the cell is free (lava too), die on
     lava."""
@@ -185,7 +185,7 @@ def player_move(s: Any, i: int, d: int) -> None:
         s.inventory[i, HEALTH] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def do_object(s: Any, i: int, k: int) -> None:
     """``Player._do_object`` on slot ``k``: eat a ripe plant, hit a zombie, skeleton or cow
     (1 damage, 2 with a wood sword, 3 stone, 5 iron), eat a cow it kills."""
@@ -216,7 +216,7 @@ def do_object(s: Any, i: int, k: int) -> None:
                 s.hunger[i] = 0
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def do_material(s: Any, i: int, x: int, y: int, material: int) -> None:
     """``Player._do_material``: drinking resets thirst; collect the material (``data.yaml``'s
     ``collect``) if the player has what it needs: the cell becomes what it leaves, and with
@@ -235,7 +235,7 @@ def do_material(s: Any, i: int, x: int, y: int, material: int) -> None:
         s.achievements[i, COLLECT_ACHIEVEMENT[material]] += 1
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def place(s: Any, i: int, what: int, x: int, y: int, material: int) -> None:
     """``Player._place`` of ``what`` (0 stone, 1 table, 2 furnace, 3 plant) on the facing
     cell: no object there, a material it may go on, the items it uses."""
@@ -254,7 +254,7 @@ def place(s: Any, i: int, what: int, x: int, y: int, material: int) -> None:
     s.achievements[i, PLACE_ACHIEVEMENT[what]] += 1
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def near(s: Any, i: int, material: int) -> bool:
     """``material in World.nearby(player.pos, 1)[0]``: the 3x3 cells around the player, as
     numpy slices them (``x - 1: x + 2``): at x = 0 the start -1 counts from the end and the
@@ -269,7 +269,7 @@ def near(s: Any, i: int, material: int) -> bool:
     return False
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def make(s: Any, i: int, what: int) -> None:
     """``Player._make`` of ``what`` (wood, stone, iron pickaxe; wood, stone, iron sword):
     a table nearby (and a furnace for iron), the items it uses."""
@@ -286,7 +286,7 @@ def make(s: Any, i: int, what: int) -> None:
     s.achievements[i, MAKE_ACHIEVEMENT[what]] += 1
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_life_stats(s: Any, i: int) -> None:
     """``Player._update_life_stats``: hunger, thirst and fatigue count up (half as fast for
     hunger and thirst while asleep; fatigue down while asleep) and cost food, drink or
@@ -312,7 +312,7 @@ def update_life_stats(s: Any, i: int) -> None:
         s.inventory[i, ENERGY] -= 1
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def degen_or_regen_health(s: Any, i: int) -> None:
     """``Player._degen_or_regen_health``: with food, drink and energy (or sleep) the player
     recovers a health point every 26 steps (13 asleep), without one of them it loses one
@@ -331,7 +331,7 @@ def degen_or_regen_health(s: Any, i: int) -> None:
         s.inventory[i, HEALTH] = max(0, s.inventory[i, HEALTH] - 1)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_player(s: Any, i: int, action: int) -> None:
     """``Player.update``: the action on the facing cell (or waking up), then vitals,
     inventory caps (0-9), and waking when hurt."""
@@ -372,7 +372,7 @@ def update_player(s: Any, i: int, action: int) -> None:
 
 
 # ----------------------------------------------------------------------------- creatures
-@perenv.rule
+@perenv.rule(inline=False)
 def update_cow(s: Any, i: int, k: int) -> None:
     """``Cow.update``: gone when dead; a random step half the time."""
     if s.obj_health[i, k] <= 0:
@@ -382,7 +382,7 @@ def update_cow(s: Any, i: int, k: int) -> None:
         move(s, i, k, DIR_X[d], DIR_Y[d], WALKABLE)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_zombie(s: Any, i: int, k: int) -> None:
     """``Zombie.update``: gone when dead (its step still runs: a zombie killed this step
     may still strike); within 8 cells it walks toward the player 90% of the time, else at
@@ -405,7 +405,7 @@ def update_zombie(s: Any, i: int, k: int) -> None:
             s.obj_timer[i, k] = 5
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def shoot(s: Any, i: int, k: int, dx: int, dy: int) -> None:
     """``Skeleton._shoot``: an arrow on the next cell toward the player, when reloaded."""
     if s.obj_timer[i, k] > 0:
@@ -420,7 +420,7 @@ def shoot(s: Any, i: int, k: int, dx: int, dy: int) -> None:
         s.obj_timer[i, k] = 4  # reload
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_skeleton(s: Any, i: int, k: int) -> None:
     """``Skeleton.update``: gone when dead (its step still runs); backs away within 3
     cells, shoots within 5 (half the time), walks toward the player within 8 (30%),
@@ -446,7 +446,7 @@ def update_skeleton(s: Any, i: int, k: int) -> None:
         move(s, i, k, DIR_X[d], DIR_Y[d], WALKABLE)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_arrow(s: Any, i: int, k: int) -> None:
     """``Arrow.update``: hits what is on the next cell (2 damage) and is gone, or is gone on
     a material it cannot fly over (breaking a table or furnace to path), or flies on."""
@@ -466,7 +466,7 @@ def update_arrow(s: Any, i: int, k: int) -> None:
         move_object(s, i, k, x, y)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_plant(s: Any, i: int, k: int) -> None:
     """``Plant.update``: grows (ripe after 300 steps); a zombie, skeleton or cow next to
     it eats it (1 damage: a sapling has 1 health)."""
@@ -485,7 +485,7 @@ def update_plant(s: Any, i: int, k: int) -> None:
         remove_object(s, i, k)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def update_object(s: Any, i: int, k: int) -> None:
     kind = s.kind[i, k]
     if kind == COW:
@@ -501,7 +501,7 @@ def update_object(s: Any, i: int, k: int) -> None:
 
 
 # ----------------------------------------------------------------------------- balancing
-@perenv.rule
+@perenv.rule(inline=False)
 def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
                    span_dist: int, despan_dist: int, spawn_prob: float, despawn_prob: float,
                    target_min: float, target_max: float) -> None:
@@ -538,7 +538,7 @@ def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
                 j -= 1
 
 
-@perenv.rule(inline=True)
+@perenv.rule
 def balance_chunk(s: Any, i: int, c: int, light: float) -> None:
     """``Env._balance_chunk``: zombies on grass (more at night), skeletons on paths, cows
     on grass, each toward its targets."""
@@ -553,7 +553,7 @@ def balance_chunk(s: Any, i: int, c: int, light: float) -> None:
 
 
 # ----------------------------------------------------------------------------- the step
-@perenv.rule
+@perenv.rule(inline=False)
 def step_world(s: Any, i: int, action: int) -> None:
     """``Env.step`` up to the observation: the clock, the player then every object within
     ``2 * 9`` cells (L1) of it in crafter's order (objects added during the step wait for

@@ -101,7 +101,7 @@ def _coordinates() -> np.ndarray:
 COORDINATES = _coordinates()
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def needs(s: Any, i: int, x: int, v: np.ndarray, y: int, field: int) -> bool:
     """Whether crafter's chain of tests for cell (x, y) reads ``field`` (or may: past a
     random draw, iron and lava are made for every mountain cell past the tunnels): each
@@ -133,7 +133,7 @@ def needs(s: Any, i: int, x: int, v: np.ndarray, y: int, field: int) -> bool:
     return not (0.25 < water <= 0.35 and v[y, N_SAND] > -0.2) and not 0.3 < water
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def column_noise(perm: np.ndarray, s: Any, i: int, x: int, v: np.ndarray) -> None:
     """Every noise value ``worldgen._set_material`` reads for the cells of column ``x``,
     into ``v[y, slot]``, and each cell's class into ``s.mat``, field by field
@@ -170,7 +170,7 @@ def column_noise(perm: np.ndarray, s: Any, i: int, x: int, v: np.ndarray) -> Non
                 v[y, _SLOT[field]] = n
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def set_material(s: Any, i: int, v: np.ndarray, x: int, y: int) -> int:
     """``worldgen._set_material`` for cell (x, y), from its class and noise
     (:func:`column_noise`): the material (and :data:`TUNNEL` on a tunnel's path), drawing
@@ -206,7 +206,7 @@ def set_material(s: Any, i: int, v: np.ndarray, x: int, y: int) -> int:
     return GRASS
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def set_object(s: Any, i: int, x: int, y: int) -> None:
     """``worldgen._set_object`` for cell (x, y): maybe a cow (on grass, 3+ cells from the
     player), a zombie (10+ cells away) or a skeleton (in a tunnel); clears the cell's
@@ -226,7 +226,7 @@ def set_object(s: Any, i: int, x: int, y: int) -> None:
         add_object(s, i, SKELETON, x, y, 0)
 
 
-@perenv.rule
+@perenv.rule(inline=False)
 def generate_world(s: Any, i: int) -> None:
     """``worldgen.generate_world``: the noise's seed (the first draw), every cell's
     material (column by column: :func:`column_noise`, then :func:`set_material` in
