@@ -60,8 +60,8 @@ def z_scores(a: np.ndarray, b: np.ndarray, rates: slice = slice(0, 0)) -> np.nda
     test's, with the pooled rate (a rare outcome never seen in the smaller sample would
     make Welch's z large by chance: its variance there is 0)."""
     se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))
-    pooled = (a.sum(axis=0) + b.sum(axis=0)) / (len(a) + len(b))
-    se[rates] = np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b)))[rates]
+    pooled = (a[:, rates].sum(axis=0) + b[:, rates].sum(axis=0)) / (len(a) + len(b))
+    se[rates] = np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b)))
     diff = a.mean(axis=0) - b.mean(axis=0)
     return np.divide(diff, se, out=np.zeros_like(diff), where=se > 0)
 

@@ -411,6 +411,16 @@ def test_bad_arguments():
         BatchCrafter(1, obs_type="rgb")
 
 
+@pytest.mark.slow
+def test_check_env_passes():
+    """The BatchEnv contract (batchenv.testing.check_env: debug mode's checked kernels,
+    every auto-reset mode, states inside and outside the ranges, rendering). Slow: it
+    compiles the checked loop."""
+    from batchenv.testing import check_env
+
+    check_env("batchenv/Crafter-v1", num_envs=4, steps=60)
+
+
 # ----------------------------------------------------------------------------- statistics
 # Our worlds and episodes (our streams) against crafter's own (its streams): the means of
 # each metric compared by a two-sample z (Welch's; for the achievements' unlock rates, the
@@ -449,3 +459,50 @@ def test_episode_statistics(policy, ours, theirs):
     assert np.abs(z).max() < Z_MAX, (names[worst], z[worst], a.mean(0)[worst],
                                      b.mean(0)[worst])
     assert a[:, 0].mean() > 50 and a[:, 2:].sum() > 0
+
+
+# ----------------------------------------------------------------------------- PPO example
+def _ppo_example():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    if str(examples) not in sys.path:
+        sys.path.insert(0, str(examples))
+    spec = importlib.util.spec_from_file_location("example_ppo_crafter",
+                                                  examples / "ppo_crafter.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_crafter_score_is_hafners():
+    """docs/examples/ppo_crafter.py's score: the success rates in percent and their
+    geometric mean exp(mean(ln(1 + s))) - 1 (Hafner 2022, crafter's analysis scripts)."""
+    pytest.importorskip("torch")
+    ppo = _ppo_example()
+    unlocked = np.zeros((4, 22), dtype=bool)
+    unlocked[:2, 0] = True  # one achievement in half the episodes
+    unlocked[:, 1] = True  # one in all of them
+    score, rates = ppo.crafter_score(unlocked)
+    assert rates[0] == 50 and rates[1] == 100 and rates[2:].sum() == 0
+    assert score == pytest.approx(np.exp((np.log(51) + np.log(101)) / 22) - 1)
+    assert ppo.crafter_score(np.ones((3, 22), dtype=bool))[0] == pytest.approx(100)
+    assert ppo.crafter_score(np.zeros((3, 22), dtype=bool))[0] == 0
+
+
+@pytest.mark.slow  # compiles the symbolic loop
+def test_ppo_crafter_smoke(tmp_path):
+    """A few updates: the losses are finite, episodes end (a 40-step limit) and the score
+    is computed from their achievements."""
+    ppo = _ppo_example()
+    csv_path = tmp_path / "crafter.csv"
+    summary = ppo.main(["--num-envs", "8", "--num-steps", "32", "--total-steps", "1024",
+                        "--num-minibatches", "2", "--update-epochs", "1", "--threads", "1",
+                        "--max-episode-steps", "40", "--score-window", "8",
+                        "--csv", str(csv_path)])
+    assert summary["global_step"] == 1024 and summary["episodes"] >= 8
+    assert np.isfinite([summary["loss"], summary["entropy"]]).all()
+    assert 0 <= summary["crafter_score_last"] <= 100
+    assert set(summary["success_rates"]) == set(data.ACHIEVEMENTS)
