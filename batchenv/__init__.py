@@ -15,8 +15,9 @@ from batchenv.concurrent import AsyncEnv, ConcurrentVectorEnv, SubEnvError, SubE
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError
 from batchenv.envs import *  # noqa: F403  (every native env class)
 from batchenv.envs import __all__ as _env_names
+from batchenv.factory import make
 from batchenv.random import BatchRandom
-from batchenv.registration import list_envs, make, register_envs, registry
+from batchenv.registration import list_envs, register_envs, registry
 from batchenv.sharded import ShardedVectorEnv, ShardError, Trajectories
 from batchenv.state import State
 

@@ -27,45 +27,19 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     times every case once, so all cases see the same machine load; figures are the medians.
     Returns the rows. (The full comparison: ``python -m pytest benchmarks --benchmark-only``,
     docs/performance.md.)"""
-    import statistics
-    import time
-
-    from batchenv import _bench as b
-
     out = sys.stdout if out is None else out
 
-    def line(text: str) -> None:
+    def line(text: str = "") -> None:
         print(text, file=out, flush=True)
 
     cases = [("state", True, n) for n in sizes]
     cases += [("tiles", True, 4096), ("pixels", True, 4096), ("pixels", False, 4096)]
-    keep: list[Any] = []
-    steppers: dict[Any, Callable[[int], None]] = {}
-    keep.append(b.plain_games(1))
-    steppers["plain"] = b.loop_stepper(keep[-1])
-    if ale and b.ale_available():
-        envs, steppers["ale"] = b.ale_stepper(1)
-        keep.append(envs)
-    for obs_type, copy, n in cases:
-        env, steppers[(obs_type, copy, n)] = b.batch_stepper(n, obs_type=obs_type, copy=copy)
-        keep.append(env)
-    calls = {}  # calls per timed block, calibrated after a warm-up
-    for name, run in steppers.items():
-        t0, count = time.perf_counter(), 0
-        while count < 3 or time.perf_counter() - t0 < block / 4:
-            run(count)
-            count += 1
-        calls[name] = max(2, int(count * block / (time.perf_counter() - t0)))
-    times: dict = {name: [] for name in steppers}
-    t = 10
-    for _ in range(repeats):
-        for name, run in steppers.items():
-            start = time.perf_counter()
-            for _ in range(calls[name]):
-                run(t)
-                t += 1
-            times[name].append((time.perf_counter() - start) / calls[name])
-    med = {name: statistics.median(v) for name, v in times.items()}
+    steppers, batch_envs = _pong_steppers(cases, ale)
+    try:
+        med = _interleaved_medians(steppers, block, repeats)
+    finally:
+        for env in batch_envs:
+            env.close()
     plain, ale_s = med["plain"], med.get("ale")
     line(f"BatchPong throughput (env-steps/s, median of {repeats} rounds; each round times "
          "every case once, interleaved; NEXT_STEP auto-reset, validation on)")
@@ -74,7 +48,7 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
                                                f"of 210x160 RGB per step) "
                                                f"{1 / ale_s / 1e3:.2f} k steps/s"
                                                if ale_s else "; ALE: ale-py not installed"))
-    line("")
+    line()
     header = (f"{'obs_type':<8} {'copy':<5} {'num_envs':>8} {'µs/step':>9} {'ns/env-step':>11} "
               f"{'M env-steps/s':>13} {'x PlainPong':>11}" + (f" {'x ALE':>7}" if ale_s else ""))
     line(header)
@@ -83,19 +57,60 @@ def bench_pong(sizes: Sequence[int] = (1, 256, 4096, 65536), block: float = 0.15
     for obs_type, copy, n in cases:
         t = med[(obs_type, copy, n)]
         per_env = t / n
-        row = {"obs_type": obs_type, "copy": copy, "num_envs": n, "seconds_per_step": t,
-               "env_steps_per_s": 1 / per_env, "vs_plain": plain / per_env,
-               "vs_ale": (ale_s / per_env) if ale_s else None}
-        rows.append(row)
+        rows.append({"obs_type": obs_type, "copy": copy, "num_envs": n, "seconds_per_step": t,
+                     "env_steps_per_s": 1 / per_env, "vs_plain": plain / per_env,
+                     "vs_ale": (ale_s / per_env) if ale_s else None})
         line(f"{obs_type:<8} {str(copy):<5} {n:>8} {t * 1e6:>9.1f} {per_env * 1e9:>11.1f} "
              f"{1 / per_env / 1e6:>13.2f} {plain / per_env:>11.1f}"
              + (f" {ale_s / per_env:>7.0f}" if ale_s else ""))
-    for env in keep[2 if ale_s else 1:]:
-        env.close()
-    line("")
+    line()
     line("Every env beside its peers: python -m pytest benchmarks --benchmark-only "
          "(docs/performance.md)")
     return rows
+
+
+def _pong_steppers(cases: list[tuple[str, bool, int]], ale: bool
+                   ) -> tuple[dict[Any, Callable[[int], None]], list[Any]]:
+    """``bench_pong``'s cases as steppers (``run(t)`` steps once): "plain" (PlainPong),
+    "ale" (when asked and installed) and each ``(obs_type, copy, num_envs)``; and the
+    batched envs, for the caller to close."""
+    from batchenv import _bench as b
+
+    steppers: dict[Any, Callable[[int], None]] = {"plain": b.loop_stepper(b.plain_games(1))}
+    if ale and b.ale_available():
+        _, steppers["ale"] = b.ale_stepper(1)
+    batch_envs = []
+    for obs_type, copy, n in cases:
+        env, steppers[(obs_type, copy, n)] = b.batch_stepper(n, obs_type=obs_type, copy=copy)
+        batch_envs.append(env)
+    return steppers, batch_envs
+
+
+def _interleaved_medians(steppers: dict[Any, Callable[[int], None]], block: float,
+                         repeats: int) -> dict[Any, float]:
+    """Median seconds per call of each stepper over ``repeats`` rounds, each round timing
+    every stepper once for about ``block`` seconds (calls per block calibrated after a
+    warm-up), so that all see the same machine load."""
+    import statistics
+    import time
+
+    calls = {}
+    for name, run in steppers.items():
+        t0, count = time.perf_counter(), 0
+        while count < 3 or time.perf_counter() - t0 < block / 4:
+            run(count)
+            count += 1
+        calls[name] = max(2, int(count * block / (time.perf_counter() - t0)))
+    times: dict[Any, list[float]] = {name: [] for name in steppers}
+    t = 10
+    for _ in range(repeats):
+        for name, run in steppers.items():
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                run(t)
+                t += 1
+            times[name].append((time.perf_counter() - start) / calls[name])
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:

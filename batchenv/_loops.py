@@ -138,7 +138,15 @@ class Loops:
         exec(compile(template_text(), f"<batchenv loop of {self.cls.__qualname__}>", "exec"),
              namespace)
         run = namespace["run"]
-        self._first_call(run, args, cached=False)  # (the kernels' own error raises here)
+        try:
+            self._first_call(run, args, cached=False)  # (the kernels' own error raises here)
+        except OSError as e:  # numba could not write its cache of a function the kernels
+            # call (a user's cache=True helper, a full disk: numba guards its cache writes
+            # only on Windows); it keeps that function before it writes, so a second call
+            # compiles the loop
+            where = e.filename or "(numba's cache of a function the kernels call)"
+            _loop_cache.warn_unusable(self.cls, str(where), e)
+            self._first_call(run, args, cached=False)
         if failed is not None:  # compiled without it: the cache entry was at fault
             _loop_cache.warn_unusable(self.cls, self.path, failed)
             _loop_cache.discard(self.path)
@@ -216,7 +224,9 @@ def loops(cls: type, how: str, checked: bool, fields: tuple[str, ...],
 # In the Python form the kernels read scalars of the state as numpy gives them, and numpy
 # keeps an int8 + 1 in int8 (wrapping at 127) where numba computes it in int64: a test such
 # as `if s.x[i] + 1 > 127` would go the other way. The Python form therefore reads integers
-# narrower than 64 bits as int64, as numba's arithmetic sees them.
+# narrower than 64 bits as int64, as numba's arithmetic sees them, and stores a value that
+# does not fit wrapped to the field's width, as numba's store does (numpy would raise
+# OverflowError for a Python int out of range).
 _WIDER = {np.int8: np.int64, np.int16: np.int64, np.int32: np.int64, np.uint8: np.int64,
           np.uint16: np.int64, np.uint32: np.int64}
 
@@ -228,6 +238,11 @@ class _Widened(np.ndarray):
         value = np.ndarray.__getitem__(self, key)
         wider = _WIDER.get(type(value))  # type: ignore[call-overload]
         return value if wider is None else wider(value)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(value, (int, np.integer)):
+            value = np.array(value, dtype=np.int64).astype(self.dtype)  # wraps, as numba
+        np.ndarray.__setitem__(self, key, value)
 
 
 def _widened(a: Any) -> Any:

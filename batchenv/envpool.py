@@ -51,7 +51,7 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv
 from batchenv.registration import _native_entry, list_envs
-from batchenv.validation import action_checker
+from batchenv.validation import action_checker, is_int
 
 __all__ = ["make", "make_gym", "make_gymnasium", "make_spec", "list_all_envs", "EnvPool",
            "EnvSpec", "ATARI", "COMMON"]
@@ -158,11 +158,19 @@ class _Task:
                                  f"an Atari task (the Atari tasks: {list(_ATARI_TASKS)})")
         rest = {k: v for k, v in kwargs.items() if k not in config}
         config.update({k: v for k, v in kwargs.items() if k in config})
+        self._check_common(config)
+        if self.atari:
+            self._check_atari(config, rest)
+        return config, rest
+
+    def _check_common(self, config: dict[str, Any]) -> None:
+        """Refuse EnvPool's common options this task cannot honour; ``num_envs`` and
+        ``batch_size`` (0: ``num_envs``) become ints."""
         n = config["num_envs"]
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        if not is_int(n) or n < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {n!r}")
         b = config["batch_size"] or n
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= n:
+        if not is_int(b) or not 1 <= b <= n:
             raise ValueError(f"batch_size must be an int in [0, num_envs={n}] (0: num_envs), "
                              f"got {config['batch_size']!r}")
         if n % b:
@@ -177,22 +185,24 @@ class _Task:
         if config["gym_reset_return_info"] not in (True, False):
             raise ValueError(f"gym_reset_return_info must be a bool, got "
                              f"{config['gym_reset_return_info']!r}")
-        if self.atari:
-            for name, default in ATARI.items():
-                if name not in _HONOURED_ATARI and config[name] != default:
-                    raise ValueError(
-                        f"{name}={config[name]!r} cannot be honoured: {self.id} is BatchPong, "
-                        f"not ALE's Pong, and has no {name}; only EnvPool's default "
-                        f"{name}={default!r} is accepted (batchenv.envpool.ATARI)")
-            for name in ("stack_num", "img_height", "img_width"):
-                v = config[name]
-                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                    raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-            taken = sorted(set(rest) & {"mode", "obs_type", "channel_axis", "pixel_shape"})
-            if taken:
-                raise ValueError(f"{taken} are set by the task id {self.id!r} (BatchPong's "
-                                 f"pixels); use batchenv.BatchPong for other forms")
-        return config, rest
+
+    def _check_atari(self, config: dict[str, Any], rest: dict[str, Any]) -> None:
+        """Refuse the Atari options BatchPong cannot honour, and class keywords the task id
+        sets."""
+        for name, default in ATARI.items():
+            if name not in _HONOURED_ATARI and config[name] != default:
+                raise ValueError(
+                    f"{name}={config[name]!r} cannot be honoured: {self.id} is BatchPong, "
+                    f"not ALE's Pong, and has no {name}; only EnvPool's default "
+                    f"{name}={default!r} is accepted (batchenv.envpool.ATARI)")
+        for name in ("stack_num", "img_height", "img_width"):
+            v = config[name]
+            if not is_int(v) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        taken = sorted(set(rest) & {"mode", "obs_type", "channel_axis", "pixel_shape"})
+        if taken:
+            raise ValueError(f"{taken} are set by the task id {self.id!r} (BatchPong's "
+                             f"pixels); use batchenv.BatchPong for other forms")
 
     def build(self, num_envs: int, config: dict[str, Any], rest: dict[str, Any]
               ) -> BatchEnv:

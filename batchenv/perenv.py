@@ -46,9 +46,12 @@ def _register_jitable(f: Any, inline: bool) -> Any:
     """numba's ``register_jitable`` when numba is installed, else the function itself."""
     if not numba_available():  # pragma: no cover (CI installs numba)
         return f
-    from numba.extending import register_jitable
+    import numba
 
-    return register_jitable(inline="always" if inline else "never")(f)
+    if inline:
+        return numba.njit(inline="always")(f)
+    from numba.extending import register_jitable
+    return register_jitable(f)
 
 
 def rule(f: Callable[..., Any] | None = None, *, inline: bool = True) -> Any:
@@ -139,3 +142,9 @@ def words(a: np.ndarray) -> np.ndarray:
                          f"for shape {a.shape}")
     flat = a.reshape(-1).view(np.uint8)
     return flat[:len(flat) // 8 * 8].view(np.uint64)
+
+
+if numba_available():  # words and the loop's helpers typed by numba, also for a rule that
+    from batchenv import _borrow  # Python calls (compiled on its own)
+
+    _borrow.install()

@@ -223,7 +223,7 @@ class MiniGridSession:
         if game not in MINIGRID_GAMES:
             raise ValueError(f"game must be one of {list(MINIGRID_GAMES)}, got {game!r}")
         from batchenv.envs.minigrid import BatchMiniGrid
-        from batchenv.registration import make
+        from batchenv.factory import make
 
         self.game = game
         env = make(MINIGRID_GAMES[game], 1, render_mode="rgb_array")

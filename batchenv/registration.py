@@ -1,13 +1,12 @@
-"""Env ids, ``batchenv.make`` and registration with Gymnasium.
+"""Env ids: their declaration, their meaning (:func:`resolve`) and their registration with
+Gymnasium. ``batchenv.make``, which builds an env from an id, is the layer above
+(``batchenv/factory.py``); this module imports neither it nor the vector envs it builds.
 
 After ``import batchenv``, every native env is registered with Gymnasium under the
 ``batchenv/`` namespace with a ``vector_entry_point``, so
 ``gymnasium.make_vec("batchenv/Pong-v0", num_envs=N)`` builds the batched env, and an
 ``entry_point``, so ``gymnasium.make("batchenv/Pong-v0")`` builds one env of it
 (:class:`batchenv.single.SingleEnv`).
-``batchenv.make(id, num_envs)`` also accepts Gymnasium's own ids ("CartPole-v1"): it returns
-our batched version where we have one, and otherwise runs ``gymnasium.make(id)`` copies in a
-:class:`~batchenv.concurrent.ConcurrentVectorEnv`.
 """
 
 from __future__ import annotations
@@ -21,10 +20,9 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, load_env_creator
-from gymnasium.vector import VectorEnv
 
-__all__ = ["EnvEntry", "registry", "register", "list_envs", "make", "register_envs",
-           "resolve", "Resolved", "VECTORIZATIONS"]
+__all__ = ["EnvEntry", "registry", "register", "list_envs", "register_envs", "resolve",
+           "Resolved"]
 
 
 @dataclass(frozen=True)
@@ -74,10 +72,6 @@ def register(cls: type, id: str, *, gymnasium_id: str | None = None,
     if gymnasium_id is not None:
         _BY_GYMNASIUM_ID[gymnasium_id] = entry
     return entry
-
-
-#: Values of ``make(..., vectorization=...)``.
-VECTORIZATIONS = ("native", "thread", "asyncio", "sync", "process")
 
 
 def list_envs() -> list[str]:
@@ -137,92 +131,6 @@ def resolve(env_id: str) -> Resolved | None:
     if max_steps is not None:  # as make_vec passes it to a vector entry point
         kwargs.setdefault("max_episode_steps", max_steps)
     return Resolved(spec.id, cls, kwargs, spec)
-
-
-def make(env_id: str, num_envs: int = 1, *, vectorization: str | None = None,
-         num_workers: int | None = None, backend: str | None = None,
-         local_shard: bool | None = None, **kwargs: Any) -> VectorEnv:
-    """A vector env of ``num_envs`` copies of ``env_id``.
-
-    ``vectorization``:
-        ``None`` — the native batched env if batchenv has one for ``env_id`` (its own id,
-        e.g. "batchenv/Pong-v0", or the Gymnasium id it reproduces, e.g. "CartPole-v1"),
-        or the env of an id registered with ``gymnasium.register(id,
-        vector_entry_point=..., max_episode_steps=...)`` (your own batched env), otherwise
-        ``"thread"``;
-        ``"native"`` — the batched env (``ValueError`` if there is none);
-        ``"thread"`` / ``"asyncio"`` — ``ConcurrentVectorEnv`` over ``gymnasium.make`` copies;
-        ``"sync"`` / ``"process"`` — Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv``.
-
-    ``kwargs`` go to the env's constructor (native) or to ``gymnasium.make`` (the others),
-    except ``autoreset_mode`` and ``copy``, which go to the vector env in every case,
-    ``reward_dtype`` (``np.float32`` or ``np.float64``; default float32 for a native env,
-    float64 for ``ConcurrentVectorEnv``, as ``SyncVectorEnv``), which goes to batchenv's
-    vector env (Gymnasium's ``"sync"`` / ``"process"`` envs return float64 and refuse it),
-    and ``max_workers`` and ``timeout``, which go to ``ConcurrentVectorEnv``.
-
-    ``num_workers`` / ``backend`` / ``local_shard`` (native envs only): a
-    :class:`~batchenv.sharded.ShardedVectorEnv` of ``num_workers`` shards (default 1) on
-    ``backend`` (``"process"``, the default, or ``"ray"``), shard 0 in this process if
-    ``local_shard`` (default False).
-    """
-    if vectorization is not None and vectorization not in VECTORIZATIONS:
-        raise ValueError(f"vectorization must be None or one of {VECTORIZATIONS}, "
-                         f"got {vectorization!r}")
-    resolved = resolve(env_id) if vectorization in (None, "native") else None
-    if num_workers is not None or backend is not None or local_shard is not None:
-        if resolved is None:
-            raise ValueError(f"num_workers/backend/local_shard shard a batched env (a native "
-                             f"id, or an id registered with gymnasium.register(id, "
-                             f"vector_entry_point=<a BatchEnv subclass>)); {env_id!r} with "
-                             f"vectorization={vectorization!r} is not one")
-        from batchenv.sharded import ShardedVectorEnv
-
-        env: VectorEnv = ShardedVectorEnv(
-            resolved.cls, num_envs, num_workers=num_workers or 1,
-            backend=backend or "process",
-            local_shard=False if local_shard is None else local_shard,
-            **{**resolved.kwargs, **kwargs})
-        env.spec = resolved.spec_for(num_envs, kwargs)
-        return env
-    if resolved is not None:
-        env = resolved.cls(num_envs=num_envs, **{**resolved.kwargs, **kwargs})
-        env.spec = resolved.spec_for(num_envs, kwargs)
-        return env
-    entry = _native_entry(env_id)
-    spec = gym.registry.get(env_id)
-    if vectorization in (None, "native") and spec is not None and spec.vector_entry_point:
-        # an id whose vector entry point is not a BatchEnv: Gymnasium builds it
-        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
-                            **kwargs)
-    if vectorization == "native":
-        raise ValueError(f"batchenv has no native batched env for {env_id!r}; native envs: "
-                         f"{list_envs()} (and their Gymnasium ids), and ids registered with "
-                         f"gymnasium.register(id, vector_entry_point=...)")
-    gym_id = entry.gymnasium_id if entry is not None and entry.gymnasium_id else env_id
-    if gym_id.startswith("batchenv/"):
-        raise ValueError(f"{env_id!r} exists only as a batched env; use vectorization=None "
-                         f"or 'native'")
-    vector_kwargs = {k: kwargs.pop(k) for k in ("autoreset_mode", "copy") if k in kwargs}
-    concurrent_kwargs = {k: kwargs.pop(k) for k in ("max_workers", "timeout", "reward_dtype")
-                         if k in kwargs}
-
-    def env_fn() -> gym.Env:
-        return gym.make(gym_id, **kwargs)
-
-    env_fns = [env_fn] * num_envs
-    if vectorization in (None, "thread", "asyncio"):
-        from batchenv.concurrent import ConcurrentVectorEnv
-
-        return ConcurrentVectorEnv(env_fns, executor=vectorization or "thread", **vector_kwargs,
-                                   **concurrent_kwargs)
-    if concurrent_kwargs:
-        raise ValueError(f"{sorted(concurrent_kwargs)} apply only to vectorization='thread' or "
-                         f"'asyncio' (Gymnasium's SyncVectorEnv and AsyncVectorEnv return "
-                         f"float64 rewards), not {vectorization!r}")
-    if vectorization == "sync":
-        return gym.vector.SyncVectorEnv(env_fns, **vector_kwargs)
-    return gym.vector.AsyncVectorEnv(env_fns, **vector_kwargs)
 
 
 def register_envs() -> None:

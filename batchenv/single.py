@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from batchenv.core import BatchEnv
 
-__all__ = ["SingleEnv", "make_single"]
+__all__ = ["SingleEnv"]
 
 
 class SingleEnv(gym.Env):
@@ -91,8 +91,3 @@ class SingleEnv(gym.Env):
 
     def _row(self, obs: np.ndarray) -> Any:
         return int(obs[0]) if self._discrete_obs else obs[0]
-
-
-def make_single(batch_class: str, **kwargs: Any) -> SingleEnv:
-    """The ``entry_point`` of the native ids (``gymnasium.make(id)``)."""
-    return SingleEnv(batch_class, **kwargs)

@@ -490,6 +490,26 @@ def test_frames_look_like_gymnasiums_pygame_frames(gym_id, monkeypatch):
     assert _difference(frames[0], theirs[3]) > 0.003  # another state looks different
 
 
+def test_pendulums_arrow_decodes_as_pygame_decodes_it(monkeypatch):
+    """Our PNG decoder (numpy + zlib, every row filter) against pygame's, pixel for pixel,
+    on the arrow Gymnasium's Pendulum draws (its rows use all five filters)."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    from pathlib import Path
+
+    import gymnasium.envs.classic_control as cc
+    import pygame  # (required for this test: `pip install pygame`)
+
+    from batchenv.envs.classic._render import _read_png
+
+    path = Path(cc.__file__).parent / "assets" / "clockwise.png"
+    surface = pygame.image.load(str(path))
+    theirs = np.dstack([pygame.surfarray.array3d(surface).transpose(1, 0, 2),
+                        pygame.surfarray.array_alpha(surface).T])
+    mine = _read_png(path)
+    assert mine.dtype == np.uint8
+    np.testing.assert_array_equal(mine, theirs)
+
+
 #: Colours Gymnasium draws whose pixels we cannot reproduce exactly, with the least overlap
 #: accepted (measured on this test's scenes): MountainCar's hill is an anti-aliased line
 #: (pygame.gfxdraw.aapolygon), whose exact-black pixels depend on sub-pixel coverage

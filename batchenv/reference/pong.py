@@ -348,15 +348,7 @@ class ReferencePong:
 
     def _substep(self, given: tuple[int, int | None]) -> tuple[np.float32, bool]:
         p = self.params
-        left, right = given
-        if self.sticky > 0:
-            if self.rng.random() >= self.sticky:
-                self.action_left = left
-            left = self.action_left
-            if right is not None:
-                if self.rng.random() >= self.sticky:
-                    self.action_right = right
-                right = self.action_right
+        left, right = self._sticky(given)
         lo, hi = f32(p.paddle_min), f32(p.paddle_max)
         self.left_y = _clip(self.left_y + _DIRECTION[left] * f32(p.paddle_speed), lo, hi)
         if right is None:  # the CPU follows the ball
@@ -376,6 +368,26 @@ class ReferencePong:
         left_side = self.ball_x < f32(p.left_plane)
         if not (left_side or self.ball_x > f32(p.right_plane)):
             return reward, False
+        return self._at_goal_line(left_side, reward)
+
+    def _sticky(self, given: tuple[int, int | None]) -> tuple[int, int | None]:
+        """The actions that apply: with probability ``sticky`` each paddle repeats its last
+        action instead of the one given (one draw per controlled paddle)."""
+        left, right = given
+        if self.sticky > 0:
+            if self.rng.random() >= self.sticky:
+                self.action_left = left
+            left = self.action_left
+            if right is not None:
+                if self.rng.random() >= self.sticky:
+                    self.action_right = right
+                right = self.action_right
+        return left, right
+
+    def _at_goal_line(self, left_side: bool, reward: np.float32) -> tuple[np.float32, bool]:
+        """The ball past a paddle's plane: returned with spin if the paddle reaches it,
+        else a point (a new serve) or, in a rally, the end. Returns ``(reward, ended)``."""
+        p = self.params
         offset = self.ball_y - (self.left_y if left_side else self.right_y)
         if abs(offset) <= f32(p.paddle_reach):  # returned
             plane = f32(2 * p.left_plane) if left_side else f32(2 * p.right_plane)
@@ -499,25 +511,30 @@ class PlainPong:
             self.y, self.vy = 58.0 - self.y, -self.vy
         reward, terminated = 0.0, False
         if self.x < 1.0 or self.x > 38.0:
-            left = self.x < 1.0
-            offset = self.y - (self.left_y if left else self.right_y)
-            if -2.5 <= offset <= 2.5:
-                self.x = (2.0 if left else 76.0) - self.x
-                self.vx = -self.vx
-                vy = self.vy + 0.5 * offset
-                self.vy = -3.0 if vy < -3.0 else (3.0 if vy > 3.0 else vy)
-            else:
-                if left:
-                    self.score_right += 1
-                    reward = -1.0
-                else:
-                    self.score_left += 1
-                    reward = 1.0
-                terminated = self.score_left >= 21 or self.score_right >= 21
-                self.serve()
+            reward, terminated = self.goal_line()
         self.steps += 1
         truncated = self.steps >= self.max_episode_steps
         obs = self.observe()
         if terminated or truncated:
             self.reset()
         return obs, reward, terminated, truncated, {}
+
+    def goal_line(self) -> tuple[float, bool]:
+        """The ball past a paddle's plane: returned with spin if the paddle reaches it,
+        else a point and a new serve. Returns ``(reward, terminated)``."""
+        left = self.x < 1.0
+        offset = self.y - (self.left_y if left else self.right_y)
+        if -2.5 <= offset <= 2.5:
+            self.x = (2.0 if left else 76.0) - self.x
+            self.vx = -self.vx
+            vy = self.vy + 0.5 * offset
+            self.vy = -3.0 if vy < -3.0 else (3.0 if vy > 3.0 else vy)
+            return 0.0, False
+        if left:
+            self.score_right += 1
+            reward = -1.0
+        else:
+            self.score_left += 1
+            reward = 1.0
+        self.serve()
+        return reward, self.score_left >= 21 or self.score_right >= 21

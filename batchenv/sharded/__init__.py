@@ -50,6 +50,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from batchenv.core import BatchEnv, ClosedEnvError, batched_space
+from batchenv.registration import list_envs, resolve
 from batchenv.sharded._errors import ShardError
 from batchenv.sharded._shard import batch_layout, rows, trajectory_layout
 from batchenv.validation import (
@@ -96,8 +97,6 @@ def _resolve_env(env: Any) -> tuple[type[BatchEnv], dict[str, Any]]:
     """The class and the id's constructor keywords (none for a class), read as ``make``
     reads an id (:func:`batchenv.registration.resolve`)."""
     if isinstance(env, str):
-        from batchenv.registration import list_envs, resolve
-
         resolved = resolve(env)
         if resolved is None:
             raise ValueError(f"env must be a BatchEnv subclass, a native env id "
@@ -172,16 +171,7 @@ class ShardedVectorEnv(VectorEnv):
         env_cls, id_kwargs = _resolve_env(env)
         env_kwargs = {**id_kwargs, **env_kwargs}  # an id's registered keywords, then the caller's
         n = self.num_envs = check_num_envs(num_envs, None)
-        if not is_int(num_workers) or not 1 <= num_workers <= n:
-            raise ValueError(f"num_workers must be an int in [1, num_envs={n}], got "
-                             f"{num_workers!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if not isinstance(local_shard, (bool, np.bool_)):
-            raise TypeError(f"local_shard must be a bool, got {local_shard!r}")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds or None, got "
-                             f"{timeout!r}")
+        _check_sharding(n, num_workers, backend, local_shard, timeout)
         template = env_cls(1, **env_kwargs)  # checks the kwargs here, in the driver
         self.env_cls, self.env_kwargs = env_cls, dict(env_kwargs)
         self.num_workers, self.backend = int(num_workers), backend
@@ -214,37 +204,10 @@ class ShardedVectorEnv(VectorEnv):
         self._half_checks = [action_checker(self.single_action_space, b - a, bounds_rule)
                              for a, b in self._half_rows]
 
-        layout = batch_layout(template, n)
         self.closed = True  # until the workers are up: close() has nothing to do
-        self._backend: Any  # ProcessBackend, RayBackend or WithLocalShard
-        first = int(self.local_shard)  # the first shard that gets a worker
-        remote: Any = None
-        if first == self.num_workers:
-            pass  # local_shard with one shard: no worker at all
-        elif backend == "process":
-            from batchenv.sharded._process import ProcessBackend
-
-            remote = ProcessBackend(env_cls, self.bounds[first:], self.env_kwargs, layout,
-                                    start_method=start_method, timeout=timeout,
-                                    first_shard=first)
-        else:
-            from batchenv.sharded._ray import RayBackend
-
-            remote = RayBackend(env_cls, self.bounds[first:], self.env_kwargs, layout,
-                                ray_options=dict(ray_options or {}), timeout=timeout,
-                                first_shard=first)
-        if self.local_shard:
-            from batchenv.sharded._local import WithLocalShard
-
-            try:
-                self._backend = WithLocalShard(env_cls, self.bounds, self.env_kwargs,
-                                               layout, remote)
-            except BaseException:
-                if remote is not None:
-                    remote.close()  # no worker or block outlives a failed start
-                raise
-        else:
-            self._backend = remote
+        #: ProcessBackend, RayBackend or WithLocalShard
+        self._backend: Any = self._start_workers(batch_layout(template, n), start_method,
+                                                 ray_options)
         self._finalizer = weakref.finalize(self, _close_in_owner, self._backend, os.getpid())
         self.closed = False
         self._arrays = self._backend.arrays
@@ -252,6 +215,37 @@ class ShardedVectorEnv(VectorEnv):
         self._failure: Exception | None = None
         self._in_flight = False  # step_async sent, step_wait not yet called
         self._double: dict[str, Any] | None = None  # double-buffered mode's state
+
+    def _start_workers(self, layout: Any, start_method: str | None,
+                       ray_options: Mapping[str, Any] | None) -> Any:
+        """The backend that runs the shards on ``self.backend``: a worker for each shard,
+        or with ``local_shard`` for shards ``1..`` and shard 0 in this process."""
+        first = int(self.local_shard)  # the first shard that gets a worker
+        remote: Any = None
+        if first == self.num_workers:
+            pass  # local_shard with one shard: no worker at all
+        elif self.backend == "process":
+            from batchenv.sharded._process import ProcessBackend
+
+            remote = ProcessBackend(self.env_cls, self.bounds[first:], self.env_kwargs,
+                                    layout, start_method=start_method, timeout=self.timeout,
+                                    first_shard=first)
+        else:
+            from batchenv.sharded._ray import RayBackend
+
+            remote = RayBackend(self.env_cls, self.bounds[first:], self.env_kwargs, layout,
+                                ray_options=dict(ray_options or {}), timeout=self.timeout,
+                                first_shard=first)
+        if not self.local_shard:
+            return remote
+        from batchenv.sharded._local import WithLocalShard
+
+        try:
+            return WithLocalShard(self.env_cls, self.bounds, self.env_kwargs, layout, remote)
+        except BaseException:
+            if remote is not None:
+                remote.close()  # no worker or block outlives a failed start
+            raise
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -490,24 +484,24 @@ class ShardedVectorEnv(VectorEnv):
                "truncated": truncated}
         if self.copy:
             out = {k: v.copy() for k, v in out.items()}
-        finals = [(s["final"], self.bounds[k]) for k, s in enumerate(sides) if "final" in s]
-        if finals:
-            t = np.concatenate([f[0] for f, _ in finals])
-            env = np.concatenate([f[1] + a for f, a in finals])
-            obs = np.concatenate([f[2] for f, _ in finals])
-            order = np.lexsort((env, t))
-            final_index = np.stack([t[order], env[order]], axis=1).astype(np.int64)
-            final_obs = obs[order]
-        else:
-            final_index = np.zeros((0, 2), np.int64)
-            space = self.single_observation_space
-            final_obs = np.zeros((0, *(space.shape or ())), space.dtype)
-        extras: dict[str, np.ndarray] = {}
-        if sides and sides[0]["extras"]:
-            extras = {key: np.concatenate([s["extras"][key] for s in sides], axis=1)
-                      for key in sides[0]["extras"]}
+        final_index, final_obs = self._final_observations(sides)
         return Trajectories(next_obs=self._arrays["obs"].copy(), final_obs=final_obs,
-                            final_index=final_index, extras=extras, **out)
+                            final_index=final_index, extras=_stacked_extras(sides), **out)
+
+    def _final_observations(self, sides: list[dict[str, Any]]
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """``collect``'s ``(final_index, final_obs)`` from the shards' replies: each
+        shard's ``(t, row, obs)`` of the episodes that ended, rows made batch-wide, sorted
+        by step then env (empty unless SAME_STEP)."""
+        finals = [(s["final"], self.bounds[k]) for k, s in enumerate(sides) if "final" in s]
+        if not finals:
+            space = self.single_observation_space
+            return np.zeros((0, 2), np.int64), np.zeros((0, *(space.shape or ())), space.dtype)
+        t = np.concatenate([f[0] for f, _ in finals])
+        env = np.concatenate([f[1] + a for f, a in finals])
+        obs = np.concatenate([f[2] for f, _ in finals])
+        order = np.lexsort((env, t))
+        return np.stack([t[order], env[order]], axis=1).astype(np.int64), obs[order]
 
     # ------------------------------------------------------------------ double buffering
     @_exclusive
@@ -664,6 +658,30 @@ def _shard_seed(seed: Any, a: int, b: int) -> Any:
     if is_int(seed):
         return int(seed) + a
     return [None if x is None else int(x) for x in list(seed)[a:b]]
+
+
+def _check_sharding(num_envs: int, num_workers: Any, backend: Any, local_shard: Any,
+                    timeout: Any) -> None:
+    """Refuse ``ShardedVectorEnv``'s own arguments outside their forms."""
+    if not is_int(num_workers) or not 1 <= num_workers <= num_envs:
+        raise ValueError(f"num_workers must be an int in [1, num_envs={num_envs}], got "
+                         f"{num_workers!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if not isinstance(local_shard, (bool, np.bool_)):
+        raise TypeError(f"local_shard must be a bool, got {local_shard!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, got "
+                         f"{timeout!r}")
+
+
+def _stacked_extras(sides: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """What the policy returned besides the actions, each key's shards joined by rows
+    (axis 1 of ``(T, rows, ...)``)."""
+    if not sides or not sides[0]["extras"]:
+        return {}
+    return {key: np.concatenate([s["extras"][key] for s in sides], axis=1)
+            for key in sides[0]["extras"]}
 
 
 def _merge_info(info: dict[str, Any], part: dict[str, Any] | None, offset: int, n: int

@@ -87,6 +87,14 @@ class ShardActor:
         return outputs, reply
 
 
+class _ShardFailed(Exception):
+    """A shard's reply that is a failure: what to tell the user, and its cause."""
+
+    def __init__(self, message: str, cause: BaseException | None) -> None:
+        super().__init__(message)
+        self.message, self.cause = message, cause
+
+
 class RayBackend:
     """Ray actors holding the shards (see the module docstring)."""
 
@@ -136,41 +144,19 @@ class RayBackend:
 
     def finish(self, shards: Any, *, what: str = "step", timeout: float | None = None
                ) -> list[Any]:
-        ray = self.ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+        from ray.exceptions import RayError
 
         shards = list(shards)
         timeout = self.timeout if timeout is None else timeout
         refs = {self._pending.pop(k): k for k in shards}
         deadline = None if timeout is None else time.monotonic() + timeout
         try:  # the usual case, in one call (ray.wait one by one costs more per shard)
-            values = ray.get(list(refs), timeout=timeout)
+            values = self.ray.get(list(refs), timeout=timeout)
         except RayError:  # which shard, and how: sorted out below (anything else, such as
             pass  # a signal handler's exception, is the caller's and propagates)
         else:
             return self._absorb(shards, values, what)
-        replies: dict[int, Any] = {}
-        failures: list[tuple[int, str, BaseException | None]] = []
-        waiting = list(refs)
-        while waiting:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            done, waiting = ray.wait(waiting, num_returns=1, timeout=left)
-            if not done:
-                failures += [(refs[r], f"did not answer {what} within {timeout} s", None)
-                             for r in waiting]
-                break
-            k = refs[done[0]]
-            try:
-                replies[k] = ray.get(done[0])
-            except RayActorError as exc:
-                failures.append((k, f"died during {what} (Ray actor error: "
-                                    f"{str(exc).splitlines()[0]})", exc))
-            except RayTaskError as exc:
-                cause: BaseException = exc.cause if isinstance(exc.cause, BaseException) \
-                    else exc
-                failures.append((k, f"raised {type(cause).__name__}: {cause}", cause))
-            except GetTimeoutError as exc:
-                failures.append((k, f"did not answer {what} within {timeout} s", exc))
+        replies, failures = self._one_by_one(refs, what, timeout, deadline)
         if failures:  # reported in shard order, whichever answered first
             failures.sort(key=lambda failure: failure[0])
             k, message, first_cause = failures[0]
@@ -178,6 +164,44 @@ class RayBackend:
                              others=[f[0] + self.first_shard for f in failures[1:]]
                              ) from first_cause
         return self._absorb(shards, [replies[k] for k in shards], what)
+
+    def _one_by_one(self, refs: dict[Any, int], what: str, timeout: float | None,
+                    deadline: float | None
+                    ) -> tuple[dict[int, Any], list[tuple[int, str, BaseException | None]]]:
+        """The replies of the shards that answered ``what`` (``refs``: ObjectRef -> shard),
+        and the failures ``(shard, message, cause)`` of the others, waited for one at a
+        time until ``deadline``."""
+        replies: dict[int, Any] = {}
+        failures: list[tuple[int, str, BaseException | None]] = []
+        waiting = list(refs)
+        while waiting:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, waiting = self.ray.wait(waiting, num_returns=1, timeout=left)
+            if not done:
+                failures += [(refs[r], f"did not answer {what} within {timeout} s", None)
+                             for r in waiting]
+                break
+            k = refs[done[0]]
+            try:
+                replies[k] = self._get(done[0], what, timeout)
+            except _ShardFailed as failed:
+                failures.append((k, failed.message, failed.cause))
+        return replies, failures
+
+    def _get(self, ref: Any, what: str, timeout: float | None) -> Any:
+        """One shard's reply; ``_ShardFailed`` saying how the shard failed instead."""
+        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+        try:
+            return self.ray.get(ref)
+        except RayActorError as exc:
+            raise _ShardFailed(f"died during {what} (Ray actor error: "
+                               f"{str(exc).splitlines()[0]})", exc) from exc
+        except RayTaskError as exc:
+            cause: BaseException = exc.cause if isinstance(exc.cause, BaseException) else exc
+            raise _ShardFailed(f"raised {type(cause).__name__}: {cause}", cause) from exc
+        except GetTimeoutError as exc:
+            raise _ShardFailed(f"did not answer {what} within {timeout} s", exc) from exc
 
     def pack_policy(self, policy: Any) -> Any:
         """What ``collect`` sends the actors: an ObjectRef, put once, fetched by each."""

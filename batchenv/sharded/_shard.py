@@ -208,50 +208,68 @@ class Shard:
         while ``steps`` is unchanged). Returns the last step's outputs and what is not in
         ``out``: the final observations as (t, local row, obs), the policy's extras, and
         (``out`` was ``None``) the shard's own trajectory arrays as ``"out"``."""
-        if policy is not None:
-            self.policy = policy
-        if self.policy is None:
-            raise ValueError("collect: no policy given and none held from an earlier call")
-        if self.obs is None:
-            raise ValueError("collect() called before reset(): call reset() first")
+        self._take_policy(policy)
         side: dict[str, Any] = {}
         if out is None:
-            n = self.env.num_envs
-            if self._own is None or len(self._own["obs"]) != steps:
-                self._own = {key: np.empty(shape, dtype) for key, (shape, dtype)
-                             in trajectory_layout(self.env, steps, n).items()}
-            side["out"] = self._own
-            out = rows(self._own, 0, n, axis=1)
-        final_t: list[np.ndarray] = []
-        final_rows: list[np.ndarray] = []
-        final_obs: list[np.ndarray] = []
+            side["out"] = self._own_trajectories(steps)
+            out = rows(side["out"], 0, self.env.num_envs, axis=1)
+        finals: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         extras: dict[str, list] = {}
         last = None
         next_check = time.monotonic() + CHECK_SECONDS
         for t in range(steps):
-            if self.driver_gone is not None and time.monotonic() > next_check:
-                if self.driver_gone():
-                    raise DriverGone("the driver is gone: rollout abandoned")
-                next_check = time.monotonic() + CHECK_SECONDS
+            next_check = self._watch_driver(next_check)
             out["obs"][t] = self.obs
-            chosen = self.policy(self.obs)
-            if isinstance(chosen, tuple):
-                chosen, more = chosen
-                for key, value in more.items():
-                    extras.setdefault(key, []).append(np.asarray(value))
-            actions = self._check(chosen)
+            actions = self._act(extras)
             out["actions"][t] = actions
             last = self.step(actions)
             out["rewards"][t] = last.reward
             out["terminated"][t] = last.terminated
             out["truncated"][t] = last.truncated
             if last.final_rows is not None and last.final_obs is not None:
-                final_t.append(np.full(len(last.final_rows), t))
-                final_rows.append(last.final_rows)
-                final_obs.append(last.final_obs)
+                finals.append((np.full(len(last.final_rows), t), last.final_rows,
+                               last.final_obs))
         assert last is not None  # steps >= 1
         side["extras"] = {k: np.stack(v) for k, v in extras.items()}
-        if final_t:
+        if finals:
+            final_t, final_rows, final_obs = zip(*finals)
             side["final"] = (np.concatenate(final_t), np.concatenate(final_rows),
                              np.concatenate(final_obs))
         return last, side
+
+    def _take_policy(self, policy: Any) -> None:
+        """Hold ``policy`` (``None``: keep the one held); refuse a rollout without one, or
+        before a reset."""
+        if policy is not None:
+            self.policy = policy
+        if self.policy is None:
+            raise ValueError("collect: no policy given and none held from an earlier call")
+        if self.obs is None:
+            raise ValueError("collect() called before reset(): call reset() first")
+
+    def _own_trajectories(self, steps: int) -> dict[str, np.ndarray]:
+        """The shard's own trajectory arrays of ``steps`` steps (reused while ``steps`` is
+        unchanged)."""
+        if self._own is None or len(self._own["obs"]) != steps:
+            self._own = {key: np.empty(shape, dtype) for key, (shape, dtype)
+                         in trajectory_layout(self.env, steps, self.env.num_envs).items()}
+        return self._own
+
+    def _watch_driver(self, next_check: float) -> float:
+        """Past ``next_check``, ask ``driver_gone`` (:class:`DriverGone` if it is); returns
+        the time of the next question."""
+        if self.driver_gone is None or time.monotonic() <= next_check:
+            return next_check
+        if self.driver_gone():
+            raise DriverGone("the driver is gone: rollout abandoned")
+        return time.monotonic() + CHECK_SECONDS
+
+    def _act(self, extras: dict[str, list]) -> np.ndarray:
+        """The policy's actions for the latest observation, checked; what it returned
+        besides them (``(actions, extras)``) appended to ``extras``."""
+        chosen = self.policy(self.obs)
+        if isinstance(chosen, tuple):
+            chosen, more = chosen
+            for key, value in more.items():
+                extras.setdefault(key, []).append(np.asarray(value))
+        return self._check(chosen)

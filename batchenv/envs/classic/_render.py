@@ -278,8 +278,24 @@ PENDULUM_SIZE = 500
 
 def _read_png(path: Path) -> np.ndarray:
     """A non-interlaced 8-bit RGBA PNG as an (H, W, 4) uint8 array (zlib + the five PNG
-    row filters; enough for Gymnasium's arrow)."""
-    data = path.read_bytes()
+    row filters; enough for Gymnasium's arrow). Decoded here, with numpy and zlib only, so
+    that rendering needs no image library."""
+    header, compressed = _png_chunks(path.read_bytes())
+    if header is None or header[2:5] != (8, 6, 0) or header[6] != 0:
+        raise ValueError(f"{path}: expected a non-interlaced 8-bit RGBA PNG")
+    width, height = header[0], header[1]
+    raw = np.frombuffer(zlib.decompress(compressed), dtype=np.uint8)
+    raw = raw.reshape(height, 1 + width * 4)
+    out = np.zeros((height, width * 4), dtype=np.int32)
+    prev = np.zeros(width * 4, dtype=np.int32)
+    for y in range(height):
+        out[y] = prev = _unfilter(int(raw[y, 0]), raw[y, 1:].astype(np.int32), prev)
+    return out.reshape(height, width, 4).astype(np.uint8)
+
+
+def _png_chunks(data: bytes) -> tuple[tuple[int, ...] | None, bytes]:
+    """A PNG's IHDR fields (width, height, bit depth, colour type, compression, filter,
+    interlace; None if it has none) and its IDAT chunks joined."""
     pos, chunks, header = 8, [], None
     while pos < len(data):
         (length,) = struct.unpack(">I", data[pos:pos + 4])
@@ -289,35 +305,34 @@ def _read_png(path: Path) -> np.ndarray:
         elif kind == b"IDAT":
             chunks.append(body)
         pos += 12 + length
-    if header is None or header[2:5] != (8, 6, 0) or header[6] != 0:
-        raise ValueError(f"{path}: expected a non-interlaced 8-bit RGBA PNG")
-    width, height = header[0], header[1]
-    raw = np.frombuffer(zlib.decompress(b"".join(chunks)), dtype=np.uint8)
-    raw = raw.reshape(height, 1 + width * 4)
-    out = np.zeros((height, width * 4), dtype=np.int32)
-    prev = np.zeros(width * 4, dtype=np.int32)
-    for y in range(height):
-        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
-        if kind == 0:
-            cur = line
-        elif kind == 2:
-            cur = (line + prev) & 255
-        else:  # 1 (sub), 3 (average), 4 (Paeth) depend on the left pixel: per pixel
-            cur = np.zeros_like(line)
-            for x in range(len(line)):
-                a = cur[x - 4] if x >= 4 else 0
-                b, c = prev[x], prev[x - 4] if x >= 4 else 0
-                if kind == 1:
-                    pred = a
-                elif kind == 3:
-                    pred = (a + b) // 2
-                else:
-                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                cur[x] = (line[x] + pred) & 255
-        out[y] = cur
-        prev = cur
-    return out.reshape(height, width, 4).astype(np.uint8)
+    return header, b"".join(chunks)
+
+
+def _unfilter(kind: int, line: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """One row of 4-byte pixels with PNG filter ``kind`` undone, given the row above."""
+    if kind == 0:  # none
+        return line
+    if kind == 2:  # up
+        return (line + prev) & 255
+    cur = np.zeros_like(line)  # 1 (sub), 3 (average), 4 (Paeth) need the left pixel: per byte
+    for x in range(len(line)):
+        a = cur[x - 4] if x >= 4 else 0
+        b, c = prev[x], prev[x - 4] if x >= 4 else 0
+        if kind == 1:
+            pred = a
+        elif kind == 3:
+            pred = (a + b) // 2
+        else:
+            pred = _paeth(a, b, c)
+        cur[x] = (line[x] + pred) & 255
+    return cur
+
+
+def _paeth(a: int, b: int, c: int) -> int:
+    """PNG's Paeth predictor of a byte from its left ``a``, upper ``b`` and upper-left ``c``
+    neighbours."""
+    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+    return a if pa <= pb and pa <= pc else (b if pb <= pc else c)
 
 
 @lru_cache(maxsize=1)

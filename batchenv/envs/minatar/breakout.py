@@ -211,24 +211,10 @@ def move_ball(s: Any, i: int) -> tuple[float, bool]:
         new_x = min(max(new_x, 0), LAST)
     top = new_y < 0
     new_y = min(max(new_y, 0), LAST)
-    row = new_y - WALL_ROWS[0]  # the wall row, if the ball is in the wall
-    brick = 0 <= row < len(WALL_ROWS) and (s.bricks[i, row] >> new_x) & _ONE16 != 0
-    hit = brick and not s.strike[i]  # (right after a strike the ball passes into bricks)
-    s.strike[i] = brick
-    reward = 0.0
-    if hit:
-        reward = 1.0
-        s.bricks[i, row] ^= _ONE16 << new_x
+    hit = break_brick(s, i, new_x, new_y)
     caught = terminated = False
-    if new_y == _BOTTOM:  # a new wall if every brick is broken, then the paddle
-        if s.bricks[i, 0] == 0 and s.bricks[i, 1] == 0 and s.bricks[i, 2] == 0:
-            for r in range(len(WALL_ROWS)):  # every brick broken: a new wall
-                s.bricks[i, r] = _FULL_ROW
-        if s.last_x[i] == s.pos[i]:  # the paddle's middle
-            caught = True
-        elif new_x == s.pos[i]:  # its corner: back the way it came
-            s.ball_dx[i] = -s.ball_dx[i]
-            caught = True
+    if new_y == _BOTTOM:
+        caught = meet_paddle(s, i, new_x)
         terminated = not caught
     if top or hit or caught:
         s.ball_dy[i] = -s.ball_dy[i]
@@ -236,4 +222,35 @@ def move_ball(s: Any, i: int) -> tuple[float, bool]:
         new_y = s.last_y[i]
     s.ball_x[i] = new_x
     s.ball_y[i] = new_y
-    return reward, terminated
+    return (1.0 if hit else 0.0), terminated
+
+
+@perenv.rule
+def break_brick(s: Any, i: int, x: int, y: int) -> bool:
+    """The ball entering cell ``(x, y)``: a brick there breaks (returns True) unless the
+    ball broke one on its last move, when it passes into the wall instead. Remembers
+    whether the ball is in a brick (``strike``)."""
+    row = y - WALL_ROWS[0]  # the wall row, if the ball is in the wall
+    brick = 0 <= row < len(WALL_ROWS) and (s.bricks[i, row] >> x) & _ONE16 != 0
+    hit = brick and not s.strike[i]  # (right after a strike the ball passes into bricks)
+    s.strike[i] = brick
+    if hit:
+        s.bricks[i, row] ^= _ONE16 << x
+    return hit
+
+
+@perenv.rule
+def meet_paddle(s: Any, i: int, x: int) -> bool:
+    """The ball reaching the bottom row in column ``x``: a new wall if every brick is
+    broken, then the paddle catches it with its middle (the ball's column before the move
+    is the paddle's) or its corner (the column after is; the ball goes back the way it
+    came). Returns whether it was caught."""
+    if s.bricks[i, 0] == 0 and s.bricks[i, 1] == 0 and s.bricks[i, 2] == 0:
+        for r in range(len(WALL_ROWS)):  # every brick broken: a new wall
+            s.bricks[i, r] = _FULL_ROW
+    if s.last_x[i] == s.pos[i]:  # the paddle's middle
+        return True
+    if x == s.pos[i]:  # its corner: back the way it came
+        s.ball_dx[i] = -s.ball_dx[i]
+        return True
+    return False

@@ -166,55 +166,82 @@ def step_env(p, s, i, action):  # type: ignore[no-untyped-def]
     d = s.agent_dir[i]
     fx = s.agent_x[i] + DIR_DX[d]
     fy = s.agent_y[i] + DIR_DY[d]
-    t = s.grid[i, fx, fy, 0]
-    st = s.grid[i, fx, fy, 2]
     if action == LEFT:
         s.agent_dir[i] = (d + 3) % 4
     elif action == RIGHT:
         s.agent_dir[i] = (d + 1) % 4
     elif action == FORWARD:
-        if can_overlap(t, st):
-            s.agent_x[i] = fx
-            s.agent_y[i] = fy
-        if t == GOAL:
-            terminated = True
-            reward = 1.0 - 0.9 * (s.step_count[i] / p.max_steps)
-        elif t == LAVA:
-            terminated = True
+        reward, terminated = forward(p, s, i, fx, fy)
     elif action == PICKUP:
-        if can_pickup(t) and s.carry[i, 0] == 0:
-            s.carry[i, 0] = t
-            s.carry[i, 1] = s.grid[i, fx, fy, 1]
-            s.carry[i, 2] = st
-            s.carry[i, 3] = s.contains[i, fx, fy, 0]
-            s.carry[i, 4] = s.contains[i, fx, fy, 1]
-            put(s, i, fx, fy, EMPTY, 0, 0)
-            s.contains[i, fx, fy, 0] = 0
-            s.contains[i, fx, fy, 1] = 0
+        pickup(s, i, fx, fy)
     elif action == DROP:
-        if t == EMPTY and s.carry[i, 0] != 0:
-            put(s, i, fx, fy, s.carry[i, 0], s.carry[i, 1], s.carry[i, 2])
-            s.contains[i, fx, fy, 0] = s.carry[i, 3]
-            s.contains[i, fx, fy, 1] = s.carry[i, 4]
-            s.carry[i] = 0
+        drop(s, i, fx, fy)
     elif action == TOGGLE:
-        if t == DOOR:
-            if st == LOCKED:
-                # Door.toggle: a key of the door's colour unlocks and opens it
-                if s.carry[i, 0] == KEY and s.carry[i, 1] == s.grid[i, fx, fy, 1]:
-                    s.grid[i, fx, fy, 2] = OPEN
-            else:
-                s.grid[i, fx, fy, 2] = CLOSED if st == OPEN else OPEN
-        elif t == BOX:
-            # Box.toggle: the box is replaced by its contents (or nothing)
-            ct = s.contains[i, fx, fy, 0]
-            if ct == 0:
-                put(s, i, fx, fy, EMPTY, 0, 0)
-            else:
-                put(s, i, fx, fy, ct, s.contains[i, fx, fy, 1], 0)
-            s.contains[i, fx, fy, 0] = 0
-            s.contains[i, fx, fy, 1] = 0
+        toggle(s, i, fx, fy)
     return reward, terminated
+
+
+@perenv.rule
+def forward(p, s, i, fx, fy):  # type: ignore[no-untyped-def]
+    """``Actions.forward``: into the cell ahead ``(fx, fy)`` if it can be overlapped; a
+    goal ends the episode with ``1 - 0.9 * step_count / max_steps``, lava with 0.
+    Returns ``(reward, terminated)``."""
+    t = s.grid[i, fx, fy, 0]
+    if can_overlap(t, s.grid[i, fx, fy, 2]):
+        s.agent_x[i] = fx
+        s.agent_y[i] = fy
+    if t == GOAL:
+        return 1.0 - 0.9 * (s.step_count[i] / p.max_steps), True
+    return 0.0, t == LAVA
+
+
+@perenv.rule
+def pickup(s, i, fx, fy):  # type: ignore[no-untyped-def]
+    """``Actions.pickup``: an object ahead that can be picked up goes into empty hands
+    (with what it contains) and leaves its cell empty."""
+    t = s.grid[i, fx, fy, 0]
+    if can_pickup(t) and s.carry[i, 0] == 0:
+        s.carry[i, 0] = t
+        s.carry[i, 1] = s.grid[i, fx, fy, 1]
+        s.carry[i, 2] = s.grid[i, fx, fy, 2]
+        s.carry[i, 3] = s.contains[i, fx, fy, 0]
+        s.carry[i, 4] = s.contains[i, fx, fy, 1]
+        put(s, i, fx, fy, EMPTY, 0, 0)
+        s.contains[i, fx, fy, 0] = 0
+        s.contains[i, fx, fy, 1] = 0
+
+
+@perenv.rule
+def drop(s, i, fx, fy):  # type: ignore[no-untyped-def]
+    """``Actions.drop``: what the agent carries goes into the empty cell ahead."""
+    if s.grid[i, fx, fy, 0] == EMPTY and s.carry[i, 0] != 0:
+        put(s, i, fx, fy, s.carry[i, 0], s.carry[i, 1], s.carry[i, 2])
+        s.contains[i, fx, fy, 0] = s.carry[i, 3]
+        s.contains[i, fx, fy, 1] = s.carry[i, 4]
+        s.carry[i] = 0
+
+
+@perenv.rule
+def toggle(s, i, fx, fy):  # type: ignore[no-untyped-def]
+    """``Actions.toggle`` on the cell ahead: ``Door.toggle`` (a locked door opens for a key
+    of its colour; an unlocked one opens or closes) and ``Box.toggle`` (the box is replaced
+    by its contents, or nothing)."""
+    t = s.grid[i, fx, fy, 0]
+    st = s.grid[i, fx, fy, 2]
+    if t == DOOR:
+        if st == LOCKED:
+            if s.carry[i, 0] == KEY and s.carry[i, 1] == s.grid[i, fx, fy, 1]:
+                s.grid[i, fx, fy, 2] = OPEN
+        else:
+            s.grid[i, fx, fy, 2] = CLOSED if st == OPEN else OPEN
+    elif t == BOX:
+        ct = s.contains[i, fx, fy, 0]
+        if ct == 0:
+            put(s, i, fx, fy, EMPTY, 0, 0)
+        else:
+            put(s, i, fx, fy, ct, s.contains[i, fx, fy, 1], 0)
+        s.contains[i, fx, fy, 0] = 0
+        s.contains[i, fx, fy, 1] = 0
 
 
 @perenv.rule
@@ -222,6 +249,15 @@ def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
     """``MiniGridEnv.gen_obs()["image"]``: the 7x7x3 egocentric view, indexed ``[x, y]``
     of the view (the agent at ``(3, 6)`` facing up), with ``see_through_walls=False``
     occlusion (``Grid.process_vis``) and the carried object in the agent's cell."""
+    gather_view(p, s, i, obs)  # obs doubles as the view grid: gather, then mask in place
+    hide_unseen(obs, visible_cells(p, obs))
+    show_carried(s, i, obs)
+
+
+@perenv.rule
+def gather_view(p, s, i, obs):  # type: ignore[no-untyped-def]
+    """``Grid.slice`` + ``rotate_left``: the cells of the view into ``obs``, outside the
+    grid as grey wall."""
     d = s.agent_dir[i]
     fdx = DIR_DX[d]
     fdy = DIR_DY[d]
@@ -229,16 +265,13 @@ def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
     rdy = fdx
     ax = s.agent_x[i]
     ay = s.agent_y[i]
-    width = p.width
-    height = p.height
-    # obs doubles as the view grid: gather, then mask in place
     for vx in range(VIEW):
         for vy in range(VIEW):
             ahead = VIEW - 1 - vy
             side = vx - VIEW // 2
             wx = ax + fdx * ahead + rdx * side
             wy = ay + fdy * ahead + rdy * side
-            if 0 <= wx < width and 0 <= wy < height:
+            if 0 <= wx < p.width and 0 <= wy < p.height:
                 obs[vx, vy, 0] = s.grid[i, wx, wy, 0]
                 obs[vx, vy, 1] = s.grid[i, wx, wy, 1]
                 obs[vx, vy, 2] = s.grid[i, wx, wy, 2]
@@ -246,36 +279,54 @@ def observe_partial(p, s, i, obs):  # type: ignore[no-untyped-def]
                 obs[vx, vy, 0] = WALL
                 obs[vx, vy, 1] = GREY
                 obs[vx, vy, 2] = 0
-    # Grid.process_vis, with the mask packed in one int (bit x * 7 + y)
+
+
+@perenv.rule
+def visible_cells(p, obs):  # type: ignore[no-untyped-def]
+    """``Grid.process_vis``: the cells of the view the agent sees, as a mask packed in one
+    int (bit ``x * 7 + y``); light spreads from the agent's cell, row by row away from it,
+    through cells that can be seen behind."""
     mask = 1 << ((VIEW // 2) * VIEW + VIEW - 1)
     if p.see_through_walls:  # minigrid then shows the whole view
         mask = (1 << (VIEW * VIEW)) - 1
     for j in range(VIEW - 1, -1, -1):
         for x in range(VIEW - 1):
-            if not (mask >> (x * VIEW + j)) & 1:
-                continue
-            if not see_behind(obs[x, j, 0], obs[x, j, 2]):
-                continue
-            mask |= 1 << ((x + 1) * VIEW + j)
-            if j > 0:
-                mask |= 1 << ((x + 1) * VIEW + j - 1)
-                mask |= 1 << (x * VIEW + j - 1)
+            mask = spread_visibility(obs, mask, x, j, x + 1)
         for x in range(VIEW - 1, 0, -1):
-            if not (mask >> (x * VIEW + j)) & 1:
-                continue
-            if not see_behind(obs[x, j, 0], obs[x, j, 2]):
-                continue
-            mask |= 1 << ((x - 1) * VIEW + j)
-            if j > 0:
-                mask |= 1 << ((x - 1) * VIEW + j - 1)
-                mask |= 1 << (x * VIEW + j - 1)
+            mask = spread_visibility(obs, mask, x, j, x - 1)
+    return mask
+
+
+@perenv.rule
+def spread_visibility(obs, mask, x, j, nx):  # type: ignore[no-untyped-def]
+    """One step of ``Grid.process_vis``: a visible cell ``(x, j)`` that can be seen behind
+    makes its neighbour ``(nx, j)`` visible, and on the row beyond, ``(nx, j - 1)`` and
+    ``(x, j - 1)``. Returns the mask."""
+    if not (mask >> (x * VIEW + j)) & 1:
+        return mask
+    if not see_behind(obs[x, j, 0], obs[x, j, 2]):
+        return mask
+    mask |= 1 << (nx * VIEW + j)
+    if j > 0:
+        mask |= 1 << (nx * VIEW + j - 1)
+        mask |= 1 << (x * VIEW + j - 1)
+    return mask
+
+
+@perenv.rule
+def hide_unseen(obs, mask):  # type: ignore[no-untyped-def]
+    """The cells outside ``mask`` (:func:`visible_cells`) become ``(UNSEEN, 0, 0)``."""
     for x in range(VIEW):
         for j in range(VIEW):
             if not (mask >> (x * VIEW + j)) & 1:
                 obs[x, j, 0] = UNSEEN
                 obs[x, j, 1] = 0
                 obs[x, j, 2] = 0
-    # the agent's cell shows what it carries (or nothing)
+
+
+@perenv.rule
+def show_carried(s, i, obs):  # type: ignore[no-untyped-def]
+    """The agent's cell of the view shows what it carries (or nothing)."""
     c = VIEW // 2
     if s.carry[i, 0] != 0:
         obs[c, VIEW - 1, 0] = s.carry[i, 0]

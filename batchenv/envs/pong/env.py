@@ -53,9 +53,33 @@ from batchenv.envs.pong.rules import (
 from batchenv.random import BatchRandom
 from batchenv.rendering import render_tiled
 from batchenv.state import fields_view, put_rows, take_rows
+from batchenv.validation import is_int
 
 __all__ = ["BatchPong", "PongParams", "NOOP", "UP", "DOWN", "MODES", "OBS_TYPES",
            "CHANNEL_AXES"]
+
+
+def _check_arguments(mode: str, obs_type: str, frameskip: int,
+                     repeat_action_probability: float, channel_axis: str | None,
+                     render_scale: int) -> None:
+    """Refuse BatchPong's own arguments outside their forms (``obs_type`` given or
+    defaulted)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if obs_type not in OBS_TYPES:
+        raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
+    if not is_int(frameskip) or frameskip < 1:
+        raise ValueError(f"frameskip must be an int >= 1, got {frameskip!r}")
+    if not 0.0 <= repeat_action_probability <= 1.0:
+        raise ValueError(f"repeat_action_probability must be in [0, 1], got "
+                         f"{repeat_action_probability!r}")
+    if channel_axis not in CHANNEL_AXES:
+        raise ValueError(f"channel_axis must be one of {CHANNEL_AXES}, got {channel_axis!r}")
+    if channel_axis is not None and obs_type == "state":
+        raise ValueError("channel_axis applies to image observations (obs_type='tiles' "
+                         "or 'pixels'), not to obs_type='state'")
+    if not is_int(render_scale) or render_scale < 1:
+        raise ValueError(f"render_scale must be an int >= 1, got {render_scale!r}")
 
 
 class BatchPong(BatchEnv[PongState]):
@@ -199,62 +223,16 @@ class BatchPong(BatchEnv[PongState]):
                  render_scale: int = 8, **kwargs: Any) -> None:
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in _PARAM_NAMES}
         self.params = dataclasses.replace(params or PongParams(), **overrides)
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if obs_type is None:
             obs_type = "tiles" if mode == "rally" else "state"
-        if obs_type not in OBS_TYPES:
-            raise ValueError(f"obs_type must be one of {OBS_TYPES}, got {obs_type!r}")
-        if isinstance(frameskip, bool) or not isinstance(frameskip, (int, np.integer)) \
-                or frameskip < 1:
-            raise ValueError(f"frameskip must be an int >= 1, got {frameskip!r}")
-        if not 0.0 <= repeat_action_probability <= 1.0:
-            raise ValueError(f"repeat_action_probability must be in [0, 1], got "
-                             f"{repeat_action_probability!r}")
-        if channel_axis not in CHANNEL_AXES:
-            raise ValueError(f"channel_axis must be one of {CHANNEL_AXES}, got "
-                             f"{channel_axis!r}")
-        if channel_axis is not None and obs_type == "state":
-            raise ValueError("channel_axis applies to image observations (obs_type='tiles' "
-                             "or 'pixels'), not to obs_type='state'")
-        if isinstance(render_scale, bool) or not isinstance(render_scale, (int, np.integer)) \
-                or render_scale < 1:
-            raise ValueError(f"render_scale must be an int >= 1, got {render_scale!r}")
+        _check_arguments(mode, obs_type, frameskip, repeat_action_probability, channel_axis,
+                         render_scale)
         self.mode, self.obs_type, self.channel_axis = mode, obs_type, channel_axis
         self.frameskip = int(frameskip)
         self.repeat_action_probability = float(repeat_action_probability)
         self.render_scale = int(render_scale)
-        p = self.params
-        raw_low = np.array([0, 0, -p.ball_speed, -p.max_ball_vy, p.paddle_min, p.paddle_min],
-                           dtype=np.float32)
-        raw_high = np.array([p.width - 1, p.top_wall, p.ball_speed, p.max_ball_vy,
-                             p.paddle_max, p.paddle_max], dtype=np.float32)
-        mid = p.top_wall / 2
-        centre = np.array([(p.width - 1) / 2, mid, 0, 0, mid, mid])
-        half_range = np.array([(p.width - 1) / 2, mid, p.ball_speed, p.max_ball_vy, mid, mid])
-        self._obs_scale = (1 / half_range).astype(np.float32)
-        self._obs_offset = (-centre / half_range).astype(np.float32)
-        self._obs_scale_col = self._obs_scale[:, None]
-        self._obs_offset_col = self._obs_offset[:, None]
-        court = (p.height, p.width)
-        self.layout: Layout | None = None
-        if obs_type == "state":
-            self.single_observation_space = spaces.Box(
-                self._scale(raw_low), self._scale(raw_high), dtype=np.float32)
-        else:
-            if obs_type == "tiles":
-                self.layout = tile_layout(p.height, p.width, p.paddle_height)
-                high = 2
-            else:
-                shape = tuple(int(v) for v in pixel_shape)
-                if len(shape) != 2:
-                    raise ValueError(f"pixel_shape must be (rows, cols), got {pixel_shape!r}")
-                self.layout = pixel_layout(court, p.paddle_height, shape)
-                high = 255
-            image = (self.layout.height, self.layout.width)
-            self._image_shape = image
-            shape = {None: image, "last": (*image, 1), "first": (1, *image)}[channel_axis]
-            self.single_observation_space = spaces.Box(0, high, shape, dtype=np.uint8)
+        self._set_observation_scale()
+        self._set_observation_space(pixel_shape)
         if mode != "cpu":
             self.single_action_space = spaces.MultiDiscrete([3, 3])  # type: ignore[assignment]
         self.constants = per_env.kernel_constants(self)
@@ -265,13 +243,56 @@ class BatchPong(BatchEnv[PongState]):
             # compiles them (docs/pong.md, "Kernels"); kernels="numba" asks for them
             kwargs["kernels"] = "numpy"
         super().__init__(num_envs, **kwargs)
+        self._allocate_step_buffers()
+
+    def _set_observation_scale(self) -> None:
+        """The state observation's affine map, ``raw * scale + offset``: each variable's
+        range onto [-1, 1]."""
+        p = self.params
+        mid = p.top_wall / 2
+        centre = np.array([(p.width - 1) / 2, mid, 0, 0, mid, mid])
+        half_range = np.array([(p.width - 1) / 2, mid, p.ball_speed, p.max_ball_vy, mid, mid])
+        self._obs_scale = (1 / half_range).astype(np.float32)
+        self._obs_offset = (-centre / half_range).astype(np.float32)
+        self._obs_scale_col = self._obs_scale[:, None]
+        self._obs_offset_col = self._obs_offset[:, None]
+
+    def _set_observation_space(self, pixel_shape: tuple[int, int]) -> None:
+        """``single_observation_space`` of ``obs_type``, and the image ``layout`` (None for
+        the state observation)."""
+        p = self.params
+        self.layout: Layout | None = None
+        if self.obs_type == "state":
+            raw_low = np.array([0, 0, -p.ball_speed, -p.max_ball_vy, p.paddle_min,
+                                p.paddle_min], dtype=np.float32)
+            raw_high = np.array([p.width - 1, p.top_wall, p.ball_speed, p.max_ball_vy,
+                                 p.paddle_max, p.paddle_max], dtype=np.float32)
+            self.single_observation_space = spaces.Box(
+                self._scale(raw_low), self._scale(raw_high), dtype=np.float32)
+            return
+        if self.obs_type == "tiles":
+            self.layout = tile_layout(p.height, p.width, p.paddle_height)
+            high = 2
+        else:
+            shape = tuple(int(v) for v in pixel_shape)
+            if len(shape) != 2:
+                raise ValueError(f"pixel_shape must be (rows, cols), got {pixel_shape!r}")
+            self.layout = pixel_layout((p.height, p.width), p.paddle_height, shape)
+            high = 255
+        image = (self.layout.height, self.layout.width)
+        self._image_shape = image
+        shape = {None: image, "last": (*image, 1), "first": (1, *image)}[self.channel_axis]
+        self.single_observation_space = spaces.Box(0, high, shape, dtype=np.uint8)
+
+    def _allocate_step_buffers(self) -> None:
+        """The arrays the numpy kernels reuse every step, for ``num_envs`` envs."""
         n = self.num_envs
         self._obs_tmp = self._obs_scale_rows = np.empty((6, 0), np.float32)  # "state" only
         # tiles and pixels: drawn incrementally by the numpy kernels, whole by the per-env ones
-        self.observe_fills_out = obs_type == "state" or self.kernels != "numpy"
+        self.observe_fills_out = self.obs_type == "state" or self.kernels != "numpy"
         self._step_reward = np.zeros(n)  # step_envs' results, reused every step
         self._step_terminated = np.zeros(n, dtype=np.bool_)
-        if obs_type == "state":
+        if self.obs_type == "state":
             self._obs_tmp = np.zeros((6, n), dtype=np.float32)
             # the scales as whole rows: a plain multiply beats a broadcast one
             # (docs/performance.md)
