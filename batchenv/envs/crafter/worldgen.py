@@ -11,6 +11,7 @@ our stream gives and compares the worlds).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from math import exp, sqrt
 from typing import Any
 
@@ -37,7 +38,7 @@ from batchenv.envs.crafter.data import (
 from batchenv.envs.crafter.noise import init_perm, noise3
 from batchenv.envs.crafter.world import PLAYER, add_object, count_materials
 
-__all__ = ["generate_world", "set_material", "set_object", "CENTER", "TUNNEL"]
+__all__ = ["generate_world", "terrain", "set_material", "set_object", "CENTER", "TUNNEL"]
 
 CENTER = AREA // 2  # env.py's reset: the player starts at (area // 2, area // 2)
 #: A flag on a path cell of ``s.mat`` while the world is made: crafter's ``tunnels`` array
@@ -101,49 +102,51 @@ def _coordinates() -> np.ndarray:
 COORDINATES = _coordinates()
 
 
-@perenv.rule(inline=False)
-def needs(s: Any, i: int, x: int, v: np.ndarray, y: int, field: int) -> bool:
-    """Whether crafter's chain of tests for cell (x, y) reads ``field`` (or may: past a
-    random draw, iron and lava are made for every mountain cell past the tunnels): each
-    value is read only when the ``elif`` chain reaches it, and only those are made."""
+@perenv.rule
+def needs(field: int, kind: int, water: float, mountain: float, cave: float,
+          htunnel: float, vtunnel: float, sand: float) -> bool:
+    """Whether crafter's chain of tests for a cell of class ``kind`` reads ``field``, given
+    the values made before it (or may: past a random draw, iron and lava are made for
+    every mountain cell past the tunnels): each value is read only when the ``elif`` chain
+    reaches it, and only those are made. (Values, not the column's arrays: numba counts
+    references to an array passed to a helper, two atomic operations per cell.)"""
     if field <= F_MOUNTAIN5:
         return True
-    kind = s.mat[i, x, y]
     if field <= F_LAVA:
         if kind != STONE:
             return False
         if field == F_CAVE:
             return True
-        if v[y, N_CAVE] > 0.15 and v[y, N_MOUNTAIN] > 0.3:
+        if cave > 0.15 and mountain > 0.3:
             return False
         if field == F_HTUNNEL:
             return True
-        if v[y, N_HTUNNEL] > 0.4:
+        if htunnel > 0.4:
             return False
         if field == F_VTUNNEL:
             return True
-        if v[y, N_VTUNNEL] > 0.4:
+        if vtunnel > 0.4:
             return False
-        return field != F_LAVA or v[y, N_MOUNTAIN] > 0.3
+        return field != F_LAVA or mountain > 0.3
     if kind != _LOWLAND:
         return False
-    water = v[y, N_WATER]
     if field == F_SAND:
         return 0.25 < water <= 0.35
-    return not (0.25 < water <= 0.35 and v[y, N_SAND] > -0.2) and not 0.3 < water
+    return not (0.25 < water <= 0.35 and sand > -0.2) and not 0.3 < water
 
 
 @perenv.rule(inline=False)
-def column_noise(perm: np.ndarray, s: Any, i: int, x: int, v: np.ndarray) -> None:
+def column_noise(perm: np.ndarray, mat: np.ndarray, x: int, v: np.ndarray) -> None:
     """Every noise value ``worldgen._set_material`` reads for the cells of column ``x``,
-    into ``v[y, slot]``, and each cell's class into ``s.mat``, field by field
+    into ``v[y, slot]``, and each cell's class into ``mat`` (the world's material map), field by field
     (:data:`FIELDS`, one place that calls the noise: many would each be a copy of it, too
     much code for the processor's instruction cache). The start area, water and mountain
     are combined as crafter's ``_set_material`` and ``_simplex`` compute them."""
     for field in range(len(FIELDS)):
         nx, z = COORDINATES[field, 0, x], FIELDS[field, 6]
         for y in range(AREA):
-            if not needs(s, i, x, v, y, field):
+            if not needs(field, mat[x, y], v[y, N_WATER], v[y, N_MOUNTAIN], v[y, N_CAVE],
+                         v[y, N_HTUNNEL], v[y, N_VTUNNEL], v[y, N_SAND]):
                 continue
             n = noise3(perm, nx, COORDINATES[field, 1, y], z)
             if field == F_START:
@@ -161,21 +164,27 @@ def column_noise(perm: np.ndarray, s: Any, i: int, x: int, v: np.ndarray) -> Non
                 v[y, N_MOUNTAIN] = (v[y, N_MOUNTAIN] + 0.3 * n) / 1.3
                 v[y, N_MOUNTAIN] -= 4 * v[y, N_START] + 0.3 * v[y, N_WATER]
                 if v[y, N_START] > 0.5:
-                    s.mat[i, x, y] = GRASS
+                    mat[x, y] = GRASS
                 elif v[y, N_MOUNTAIN] > 0.15:
-                    s.mat[i, x, y] = STONE
+                    mat[x, y] = STONE
                 else:
-                    s.mat[i, x, y] = _LOWLAND
+                    mat[x, y] = _LOWLAND
             else:
                 v[y, _SLOT[field]] = n
 
 
-@perenv.rule(inline=False)
-def set_material(s: Any, i: int, v: np.ndarray, x: int, y: int) -> int:
-    """``worldgen._set_material`` for cell (x, y), from its class and noise
-    (:func:`column_noise`): the material (and :data:`TUNNEL` on a tunnel's path), drawing
-    ``uniform()`` where crafter does."""
-    kind = s.mat[i, x, y]
+#: The two fields of the state that ``perenv.random(stream, i)`` reads: what the per-cell
+#: rules take instead of ``s``. The same helpers taking ``s`` (inlined or not) made a
+#: world 1.8 times as long to generate: numba carries every array of the state (32) into
+#: each of the 4096 cells' calls (docs/crafter.md, "How the kernels are built").
+Stream = namedtuple("Stream", ("rng_counter", "rng_key"))
+
+
+@perenv.rule
+def set_material(stream: Any, i: int, v: np.ndarray, kind: int, y: int) -> int:
+    """``worldgen._set_material`` for cell y of the column in ``v`` (:func:`column_noise`),
+    from its class ``kind``: the material (and :data:`TUNNEL` on a tunnel's path), drawing
+    ``uniform()`` from row ``i``'s stream where crafter does."""
     mountain = v[y, N_MOUNTAIN]
     water = v[y, N_WATER]
     if kind == GRASS:  # the start area
@@ -187,11 +196,11 @@ def set_material(s: Any, i: int, v: np.ndarray, x: int, y: int) -> int:
             return PATH | TUNNEL
         if v[y, N_VTUNNEL] > 0.4:  # vertical tunnel
             return PATH | TUNNEL
-        if v[y, N_COAL] > 0 and perenv.random(s, i) > 0.85:
+        if v[y, N_COAL] > 0 and perenv.random(stream, i) > 0.85:
             return COAL
-        if v[y, N_IRON] > 0.4 and perenv.random(s, i) > 0.75:
+        if v[y, N_IRON] > 0.4 and perenv.random(stream, i) > 0.75:
             return IRON
-        if mountain > 0.18 and perenv.random(s, i) > 0.994:
+        if mountain > 0.18 and perenv.random(stream, i) > 0.994:
             return DIAMOND
         if mountain > 0.3 and v[y, N_LAVA] > 0.35:
             return LAVA
@@ -201,47 +210,59 @@ def set_material(s: Any, i: int, v: np.ndarray, x: int, y: int) -> int:
     if 0.3 < water:
         return WATER
     # grassland
-    if v[y, N_TREE] > 0 and perenv.random(s, i) > 0.8:
+    if v[y, N_TREE] > 0 and perenv.random(stream, i) > 0.8:
         return TREE
     return GRASS
 
 
-@perenv.rule(inline=False)
-def set_object(s: Any, i: int, x: int, y: int) -> None:
-    """``worldgen._set_object`` for cell (x, y): maybe a cow (on grass, 3+ cells from the
-    player), a zombie (10+ cells away) or a skeleton (in a tunnel); clears the cell's
-    :data:`TUNNEL` flag."""
-    cell = s.mat[i, x, y]
+@perenv.rule
+def terrain(perm: np.ndarray, stream: Any, i: int, mat: np.ndarray, v: np.ndarray) -> None:
+    """Every cell's material into ``mat`` (the world's material map), column by column:
+    :func:`column_noise`, then :func:`set_material` in crafter's order of cells and draws.
+    ``v`` is scratch for a column's noise (64 x 8 float64)."""
+    for x in range(AREA):
+        column_noise(perm, mat, x, v)
+        for y in range(AREA):
+            mat[x, y] = set_material(stream, i, v, mat[x, y], y)
+
+
+@perenv.rule
+def set_object(stream: Any, i: int, mat: np.ndarray, x: int, y: int) -> int:
+    """``worldgen._set_object`` for cell (x, y): the kind of creature crafter puts there
+    (0 none): a cow (on grass, 3+ cells from the player), a zombie (10+ cells away) or a
+    skeleton (in a tunnel); clears the cell's :data:`TUNNEL` flag."""
+    cell = mat[x, y]
     material = cell & _MATERIAL_BITS
     tunnel = cell & TUNNEL
-    s.mat[i, x, y] = material
+    mat[x, y] = material
     dist = sqrt((x - CENTER) ** 2 + (y - CENTER) ** 2)
     if not WALKABLE[material]:
-        return
-    if dist > 3 and material == GRASS and perenv.random(s, i) > 0.985:
-        add_object(s, i, COW, x, y, 0)
-    elif dist > 10 and perenv.random(s, i) > 0.993:
-        add_object(s, i, ZOMBIE, x, y, 0)
-    elif material == PATH and tunnel != 0 and perenv.random(s, i) > 0.95:
-        add_object(s, i, SKELETON, x, y, 0)
+        return 0
+    if dist > 3 and material == GRASS and perenv.random(stream, i) > 0.985:
+        return COW
+    if dist > 10 and perenv.random(stream, i) > 0.993:
+        return ZOMBIE
+    if material == PATH and tunnel != 0 and perenv.random(stream, i) > 0.95:
+        return SKELETON
+    return 0
 
 
 @perenv.rule(inline=False)
 def generate_world(s: Any, i: int) -> None:
     """``worldgen.generate_world``: the noise's seed (the first draw), every cell's
-    material (column by column: :func:`column_noise`, then :func:`set_material` in
-    crafter's order of cells and draws), then the creatures. The player (at the centre) is
-    in the object map when the creatures are placed (crafter adds it first)."""
+    material (:func:`terrain`), then the creatures (:func:`set_object`, cell by cell). The
+    player (at the centre) is in the object map when the creatures are placed (crafter adds
+    it first)."""
     perm = s.noise_perm[i]
     init_perm(perenv.integers(s, i, 0, 2**31 - 1), perm)
-    scratch = s.occ[i].view(np.float64)
-    for x in range(AREA):
-        column_noise(perm, s, i, x, scratch)
-        for y in range(AREA):
-            s.mat[i, x, y] = set_material(s, i, scratch, x, y)
+    stream = Stream(s.rng_counter, s.rng_key)
+    mat = s.mat[i]
+    terrain(perm, stream, i, mat, s.occ[i].view(np.float64))  # (the object map as scratch)
     s.occ[i] = 0
     s.occ[i, CENTER, CENTER] = PLAYER
     for x in range(AREA):
         for y in range(AREA):
-            set_object(s, i, x, y)
+            kind = set_object(stream, i, mat, x, y)
+            if kind != 0:
+                add_object(s, i, kind, x, y, 0)
     count_materials(s, i)
