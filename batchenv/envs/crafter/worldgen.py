@@ -58,7 +58,7 @@ N_SAND, N_TREE = N_CAVE, N_HTUNNEL  # (lowland cells have no caves or tunnels)
 #: each field's slot, by its index in FIELDS (the first five are combined)
 _SLOT = np.array([N_START, N_WATER, N_WATER, N_MOUNTAIN, N_MOUNTAIN, N_CAVE, N_HTUNNEL,
                   N_VTUNNEL, N_COAL, N_IRON, N_LAVA, N_SAND, N_TREE], dtype=np.int64)
-_LOWLAND = 0  # a cell's class in s.mat until set_material: GRASS (start area), STONE
+_LOWLAND = 0  # a cell's class in the material map until set_material: GRASS (start area), STONE
 #               (mountain) or this
 
 
@@ -138,10 +138,10 @@ def needs(field: int, kind: int, water: float, mountain: float, cave: float,
 @perenv.rule(inline=False)
 def column_noise(perm: np.ndarray, mat: np.ndarray, x: int, v: np.ndarray) -> None:
     """Every noise value ``worldgen._set_material`` reads for the cells of column ``x``,
-    into ``v[y, slot]``, and each cell's class into ``mat`` (the world's material map), field by field
-    (:data:`FIELDS`, one place that calls the noise: many would each be a copy of it, too
-    much code for the processor's instruction cache). The start area, water and mountain
-    are combined as crafter's ``_set_material`` and ``_simplex`` compute them."""
+    into ``v[y, slot]``, and each cell's class into ``mat`` (the world's material map),
+    field by field (:data:`FIELDS`, one place that calls the noise: many would each be a
+    copy of it, too much code for the processor's instruction cache). The start area, water
+    and mountain are combined as crafter's ``_set_material`` and ``_simplex`` compute them."""
     for field in range(len(FIELDS)):
         nx, z = COORDINATES[field, 0, x], FIELDS[field, 6]
         for y in range(AREA):
