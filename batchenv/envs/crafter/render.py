@@ -352,7 +352,8 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
             x, y = px + gx - _OFFSET_X, py + gy - _OFFSET_Y
             if 0 <= x < AREA and 0 <= y < AREA:
                 m = s.mat[i, x, y]
-                o = object_texture(s, i, s.occ[i, x, y])
+                who = s.occ[i, x, y]  # (a call that takes s costs more than a cell's
+                o = object_texture(s, i, who) if who != 0 else 0  # copy: only where needed)
             else:
                 m = OUTSIDE
                 o = 0
