@@ -181,6 +181,14 @@ Stream = namedtuple("Stream", ("rng_counter", "rng_key"))
 
 
 @perenv.rule
+def stream_fields(s: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The fields of :class:`Stream`, from ``s``. (Apart from where the :class:`Stream` is
+    made: batchenv's compile cache cannot hash a function that names both a namedtuple
+    class and attributes of the same names as its fields.)"""
+    return s.rng_counter, s.rng_key
+
+
+@perenv.rule
 def set_material(stream: Any, i: int, v: np.ndarray, kind: int, y: int) -> int:
     """``worldgen._set_material`` for cell y of the column in ``v`` (:func:`column_noise`),
     from its class ``kind``: the material (and :data:`TUNNEL` on a tunnel's path), drawing
@@ -255,7 +263,8 @@ def generate_world(s: Any, i: int) -> None:
     it first)."""
     perm = s.noise_perm[i]
     init_perm(perenv.integers(s, i, 0, 2**31 - 1), perm)
-    stream = Stream(s.rng_counter, s.rng_key)
+    counter, key = stream_fields(s)
+    stream = Stream(counter, key)
     mat = s.mat[i]
     terrain(perm, stream, i, mat, s.occ[i].view(np.float64))  # (the object map as scratch)
     s.occ[i] = 0
