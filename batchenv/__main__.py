@@ -4,6 +4,7 @@
     python -m batchenv play pong      # play BatchPong against the CPU (needs pygame)
     python -m batchenv play minatar-breakout   # a MinAtar game: arrows move, space fires
     python -m batchenv play minigrid-doorkey   # arrows turn and go, space toggles, tab picks up
+    python -m batchenv play crafter   # crafter's keys: WASD, space does, tab sleeps, ...
 
 Each command is a subparser; each env a choice of it, so commands and envs can be added
 without touching the others.
@@ -129,16 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
     play = commands.add_parser("play", help="play an env with the keyboard (needs pygame)")
     from batchenv.play import MINATAR_GAMES, MINIGRID_GAMES
 
-    play.add_argument("env", choices=["pong", *MINATAR_GAMES, *MINIGRID_GAMES],
+    play.add_argument("env", choices=["pong", *MINATAR_GAMES, *MINIGRID_GAMES, "crafter"],
                       help="the env to play")
     play.add_argument("--mode", choices=["cpu", "two_player", "rally"], default="cpu",
                       help="cpu: you (W/S or arrow keys) vs the CPU; two_player: W/S vs "
                            "arrow keys; rally: the seed's rally game")
     play.add_argument("--fps", type=int, default=None,
                       help="steps per second (default: 30 for pong, 8 for MinAtar, 5 for "
-                           "MiniGrid, which steps only while a key is held)")
+                           "MiniGrid, which steps only while a key is held, and Crafter)")
     play.add_argument("--scale", type=int, default=None,
-                      help="pixels per cell (default: 12 for pong, 40 for MinAtar)")
+                      help="pixels per cell (default: 12 for pong, 40 for MinAtar), or per "
+                           "pixel of Crafter's image (9)")
     play.add_argument("--sticky-action-prob", type=float, default=0.0,
                       help="MinAtar: sticky actions (default 0 when playing by hand)")
     play.add_argument("--points", type=int, default=21, help="points to win a game")
@@ -154,8 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_pong(args.sizes, args.block, args.repeats, ale=not args.no_ale)
         return 0
     if args.command == "play":
-        from batchenv.play import play_minatar, play_minigrid, play_pong
+        from batchenv.play import play_crafter, play_minatar, play_minigrid, play_pong
 
+        if args.env == "crafter":
+            return play_crafter(fps=args.fps or 5, scale=args.scale or 9, seed=args.seed,
+                                steps=args.steps)
         if args.env.startswith("minigrid-"):
             return play_minigrid(args.env, fps=args.fps or 5, seed=args.seed, steps=args.steps)
         if args.env.startswith("minatar-"):

@@ -1,6 +1,6 @@
-"""Play BatchPong, a MinAtar game or a MiniGrid env with the keyboard, for visual debugging:
-``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``,
-``python -m batchenv play minigrid-doorkey``.
+"""Play BatchPong, a MinAtar game, a MiniGrid env or Crafter with the keyboard, for visual
+debugging: ``python -m batchenv play pong``, ``python -m batchenv play minatar-breakout``,
+``python -m batchenv play minigrid-doorkey``, ``python -m batchenv play crafter``.
 
 Needs pygame (``pip install "batchenv[play]"`` or ``pip install pygame``). Keys: W/S or the
 arrow keys move your (left) paddle against the CPU; in ``two_player`` and ``rally`` modes
@@ -8,7 +8,9 @@ W/S move the left paddle and the arrow keys the right one. Esc or closing the wi
 P pauses. MinAtar games: the arrow keys (or WASD) move, space fires; MinAtar's 6 actions.
 MiniGrid envs (:data:`MINIGRID_GAMES`): ``minigrid``'s ``manual_control`` keys (left and
 right turn, up goes forward, tab picks up, left shift drops, space toggles, enter is done);
-the env steps only while a key is held.
+the env steps only while a key is held. Crafter: crafter's own ``run_gui`` keys (WASD move,
+space does, tab sleeps, R/T/F/P place stone/table/furnace/plant, 1-6 make the pickaxes and
+swords; no key: noop), 5 steps a second; no pause key (P places a plant).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from batchenv.envs.pong import DOWN, NOOP, UP, BatchPong
 
 __all__ = ["play_pong", "actions_from_keys", "PongSession", "play_minatar", "MinAtarSession",
            "minatar_action", "MINATAR_GAMES", "play_minigrid", "MiniGridSession",
-           "minigrid_action", "MINIGRID_GAMES"]
+           "minigrid_action", "MINIGRID_GAMES", "play_crafter", "CrafterSession",
+           "crafter_action", "CRAFTER_KEYS"]
 
 #: ``play`` names of the MinAtar games -> their env class names in batchenv.envs.minatar
 MINATAR_GAMES = {"minatar-asterix": "BatchAsterix", "minatar-breakout": "BatchBreakout",
@@ -105,11 +108,13 @@ def play_pong(mode: str = "cpu", fps: int = 30, scale: int = 12, points_to_win: 
                         fps, steps)
 
 
-def _window_loop(pygame: Any, session: PongSession | MinAtarSession | MiniGridSession,
-                 names: dict[int, str],
-                 fps: int, steps: int | None) -> int:
+def _window_loop(pygame: Any,
+                 session: PongSession | MinAtarSession | MiniGridSession | CrafterSession,
+                 names: dict[int, str], fps: int, steps: int | None,
+                 pause: bool = True) -> int:
     """The pygame loop every game shares: the keys of ``names`` held down go to
-    ``session.step`` each frame (P pauses, Esc or closing the window quits); returns 0."""
+    ``session.step`` each frame (P pauses unless ``pause`` is False, Esc or closing the
+    window quits); returns 0."""
     frame = session.frame()
     pygame.init()
     try:
@@ -121,7 +126,7 @@ def _window_loop(pygame: Any, session: PongSession | MinAtarSession | MiniGridSe
                 if event.type == pygame.QUIT or (event.type == pygame.KEYDOWN
                                                  and event.key == pygame.K_ESCAPE):
                     return 0
-                if event.type == pygame.KEYDOWN and event.key == pygame.K_p:
+                if pause and event.type == pygame.KEYDOWN and event.key == pygame.K_p:
                     paused = not paused
             if not paused:
                 keys = pygame.key.get_pressed()
@@ -262,3 +267,64 @@ def play_minigrid(game: str, fps: int = 5, seed: int | None = None,
              pygame.K_TAB: "tab", pygame.K_LSHIFT: "shift", pygame.K_SPACE: "space",
              pygame.K_RETURN: "enter"}
     return _window_loop(pygame, session, names, fps, steps)
+
+
+#: crafter's ``run_gui.py`` keymap: key name -> action (data.ACTIONS' index)
+CRAFTER_KEYS = {"a": 1, "d": 2, "w": 3, "s": 4, "space": 5, "tab": 6, "r": 7, "t": 8, "f": 9,
+                "p": 10, "1": 11, "2": 12, "3": 13, "4": 14, "5": 15, "6": 16}
+
+
+def crafter_action(pressed: Collection[str]) -> int:
+    """Crafter's action for the keys held down (:data:`CRAFTER_KEYS`; noop without one)."""
+    for key, action in CRAFTER_KEYS.items():
+        if key in pressed:
+            return action
+    return 0
+
+
+class CrafterSession:
+    """BatchCrafter without a window: one env, keys in, its 64 x 64 image scaled out, the
+    inventory and achievements in the status line."""
+
+    def __init__(self, scale: int = 9, seed: int | None = None) -> None:
+        from batchenv.envs.crafter import BatchCrafter
+
+        self.scale = scale
+        self.env = BatchCrafter(1)
+        self.obs, _ = self.env.reset(seed=seed)
+        self.returns = 0.0
+        self.message = ""
+
+    def step(self, pressed: Collection[str]) -> np.ndarray:
+        self.obs, reward, terminated, truncated, _ = self.env.step(
+            np.array([crafter_action(pressed)]))
+        self.returns += float(reward[0])
+        if terminated[0] or truncated[0]:
+            self.message = f"episode over, return {self.returns:.1f}"
+            self.returns = 0.0
+        return self.frame()
+
+    def frame(self) -> np.ndarray:
+        return np.repeat(np.repeat(self.obs[0], self.scale, axis=0), self.scale, axis=1)
+
+    def status(self) -> str:
+        from batchenv.envs.crafter import ACHIEVEMENTS
+
+        s = self.env.state
+        done = sum(int(s.achievements[0, k] > 0) for k in range(len(ACHIEVEMENTS)))
+        return (f"Crafter  step {int(s.step[0])}  return {self.returns:.1f}  achievements "
+                f"{done}/{len(ACHIEVEMENTS)}  {self.message}").rstrip()
+
+
+def play_crafter(fps: int = 5, scale: int = 9, seed: int | None = None,
+                 steps: int | None = None) -> int:
+    """Open a window and play Crafter; returns 0 (a process exit code)."""
+    try:
+        import pygame
+    except ImportError:
+        raise SystemExit('playing needs pygame: pip install "batchenv[play]" '
+                         "(or pip install pygame)") from None
+    session = CrafterSession(scale, seed)
+    names = {getattr(pygame, f"K_{key.upper() if len(key) > 1 else key}"): key
+             for key in CRAFTER_KEYS}
+    return _window_loop(pygame, session, names, fps, steps, pause=False)

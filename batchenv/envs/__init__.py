@@ -13,6 +13,7 @@ from batchenv.envs.classic.continuous_mountain_car import (
 )
 from batchenv.envs.classic.mountain_car import BatchMountainCar, MountainCarParams
 from batchenv.envs.classic.pendulum import BatchPendulum, PendulumParams
+from batchenv.envs.crafter import BatchCrafter
 from batchenv.envs.minatar import (
     BatchAsterix,
     BatchBreakout,
@@ -106,6 +107,11 @@ for _name, _size, _n, _random in (("5x5", 5, 2, False), ("Random-5x5", 5, 2, Tru
              kwargs={"size": _size, "n_obstacles": _n, "random_start": _random},
              max_episode_steps=4 * _size * _size)
 del _name, _kw, _s, _r, _size, _n, _random
+# Crafter (crafter 1.8.3): its own ids CrafterReward-v1 / CrafterNoReward-v1 (crafter
+# registers them with the old `gym`, not Gymnasium); length 10,000. Page: generate.py
+register(BatchCrafter, "batchenv/Crafter-v1", gymnasium_id="CrafterReward-v1")
+register(BatchCrafter, "batchenv/CrafterNoReward-v1", gymnasium_id="CrafterNoReward-v1",
+         kwargs={"reward": False})
 
 __all__ = [
     "AcrobotParams",
@@ -114,6 +120,7 @@ __all__ = [
     "BatchBlockedUnlockPickup",
     "BatchBreakout",
     "BatchCartPole",
+    "BatchCrafter",
     "BatchCrossing",
     "BatchDoorKey",
     "BatchDynamicObstacles",

@@ -1,0 +1,75 @@
+"""pytest-benchmark cases for BatchCrafter beside crafter's own loop:
+``pytest benchmarks/test_bench_crafter.py`` (a few minutes: the big batches are warmed up).
+
+One round is one ``step`` of the batch (random actions, NEXT_STEP auto-reset: world
+generation included at the rate episodes end), or one ``step`` of ``crafter.Env`` (1.8.3,
+its image included, ``reset()`` when an episode ends). The runs start from worlds past
+their first 150-250 steps, so that episodes end at their steady rate (a random player's
+episodes last about 170 steps). ``extra_info["env_steps"]`` is the env-steps of a round;
+the last case prints each batch's env-steps per second over crafter's (this run's means:
+crafter's median step is one without a reset, which would leave its world generation,
+over a second, out of its rate), and keeps them in its ``extra_info``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+crafter = pytest.importorskip("crafter")
+
+from batchenv.envs.crafter import BatchCrafter  # noqa: E402
+
+SIZES = [256, 4096, 16384]
+_PER_STEP: dict[str, float] = {}  # case -> mean seconds per env-step
+
+
+def _record(benchmark, name: str, env_steps: int) -> None:
+    benchmark.extra_info["env_steps"] = env_steps
+    _PER_STEP[name] = benchmark.stats.stats.mean / env_steps
+
+
+def test_crafter_own_loop(benchmark):
+    env = crafter.Env(seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # (past the first episode's start)
+        if env.step(int(rng.integers(17)))[2]:
+            env.reset()
+
+    def step():
+        if env.step(int(rng.integers(17)))[2]:
+            env.reset()
+
+    benchmark.pedantic(step, rounds=3000, warmup_rounds=10)  # (about 18 resets)
+    _record(benchmark, "crafter", 1)
+
+
+@pytest.mark.parametrize("obs_type", ["pixels", "symbolic"])
+@pytest.mark.parametrize("n", SIZES)
+def test_batch_crafter(benchmark, n, obs_type):
+    env = BatchCrafter(n, obs_type=obs_type)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 17, n) for _ in range(16)]
+    for t in range(250 if n <= 4096 else 150):
+        env.step(actions[t & 15])
+    counter = iter(range(10**12))
+    benchmark.pedantic(lambda: env.step(actions[next(counter) & 15]),
+                       rounds=max(20, 200_000 // n), warmup_rounds=2)
+    _record(benchmark, f"{obs_type} {n}", n)
+
+
+def test_ratios(benchmark):
+    """Env-steps per second over crafter's own loop's, per batch (this run's means)."""
+    if "crafter" not in _PER_STEP:
+        pytest.skip("run with test_crafter_own_loop (the whole module)")
+    ratios = {name: _PER_STEP["crafter"] / t for name, t in _PER_STEP.items()
+              if name != "crafter"}
+    benchmark.extra_info.update({f"ratio {k}": round(v, 1) for k, v in ratios.items()})
+    benchmark.extra_info["crafter us per step"] = round(_PER_STEP["crafter"] * 1e6, 1)
+    lines = [f"crafter's own loop: {_PER_STEP['crafter'] * 1e6:.0f} us per step"]
+    lines += [f"BatchCrafter {name}: {_PER_STEP[name] * 1e6:.2f} us per env-step, "
+              f"{ratio:.0f}x crafter" for name, ratio in ratios.items()]
+    print("\n" + "\n".join(lines))
+    benchmark(lambda: None)
