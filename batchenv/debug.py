@@ -104,7 +104,7 @@ def _listed(idx: np.ndarray) -> str:
 def _global_mt_words() -> Callable[[], np.ndarray]:
     """A function giving numpy's global MT19937 state (624 key words and the position),
     read in place through the bit generator's ``ctypes`` interface:
-    ``np.random.get_state()`` builds a tuple and a fresh array each call, about 0.2 ms,
+    ``np.random.get_state()`` builds a tuple and a fresh array each call,
     and debug mode reads the state around every kernel call. (numpy < 1.25 has no
     ``np.random.get_bit_generator``: there, ``get_state``.)"""
     get_bit_generator = getattr(np.random, "get_bit_generator", None)

@@ -174,9 +174,9 @@ def column_noise(perm: np.ndarray, mat: np.ndarray, x: int, v: np.ndarray) -> No
 
 
 #: The two fields of the state that ``perenv.random(stream, i)`` reads: what the per-cell
-#: rules take instead of ``s``. The same helpers taking ``s`` (inlined or not) made a
-#: world 1.8 times as long to generate: numba carries every array of the state (32) into
-#: each of the 4096 cells' calls (docs/crafter.md, "What a call with ``s`` costs").
+#: rules take instead of ``s``: numba carries every array of the state (32) into each of
+#: the 4096 cells' calls of a helper taking ``s``, inlined or not (the cost:
+#: docs/crafter.md, "What a call with ``s`` costs").
 Stream = namedtuple("Stream", ("rng_counter", "rng_key"))
 
 
