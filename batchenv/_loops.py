@@ -41,6 +41,9 @@ TEMPLATE = Path(__file__).with_name("_loops_template.py")
 STEP, RESET, OBSERVE, STEP_ONLY, RESET_OBSERVE = range(5)
 #: ``max_steps`` of an env without a time limit (never reached).
 NO_LIMIT = 2**62
+#: Steps of a single env before its loop is called through a table of pointers
+#: (:meth:`PerEnvForm.step_one`): a short-lived env never pays for that compile.
+ONE_WARMUP = 64
 _MODES = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
 # numba's options for the loop and the kernels it inlines. error_model "numpy": a float
 # division by zero gives inf or nan (as numpy's scalars do in the Python form), not
@@ -309,6 +312,7 @@ class PerEnvForm(KernelForm):
         self.scratch = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
                         np.zeros(n, dtype=np.bool_))
         self._workers: Workers | None = None
+        self._single: list[Any] | None = None  # step_one's arguments and calls
         self._bounds: dict[tuple[int, int], list[int]] = {}
 
     # -------------------------------------------------------------- arguments
@@ -479,6 +483,12 @@ class PerEnvForm(KernelForm):
             self._op(env, OBSERVE, s, out, self._rows(len(s)))
 
     # -------------------------------------------------------------- the fused step
+    def reset_observe(self, env: Any, s: State, out: np.ndarray) -> None:
+        """Every row reset (its step count and ``awaiting_reset`` cleared) and observed
+        into ``out``: each env's pass does both (op 4 with every row chosen)."""
+        with writable(out):
+            self._op(env, RESET_OBSERVE, s, out, self._rows(len(s)))
+
     def step(self, env: Any, actions: Any
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The whole step in one pass: the actions in the loop's one form (checked by
@@ -520,6 +530,52 @@ class PerEnvForm(KernelForm):
             env._field_info(info)
         return obs, reward, terminated, truncated, info
 
+    def step_one(self, env: Any, action: Any
+                 ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` for a batch of one in ``DISABLED`` mode with one action already
+        checked (an int of a ``Discrete`` space, or a valid array): the same loop on the
+        same state, with one argument tuple kept between steps (made again when the
+        state, the observation buffer, a parameter or the time limit changes) and the
+        scalars read as Python's. After :data:`ONE_WARMUP` steps of the same arguments the
+        loop is called through a table of pointers (:mod:`batchenv._one`), when it can
+        be: a compile of a small wrapper, which pays for an env that keeps stepping."""
+        one = self._single
+        if one is None or self.params_stale or one[0] is not env.state \
+                or one[1] is not env._obs or one[2] is not env.max_episode_steps:
+            one = self._single = self._single_args(env)
+        reward, terminated, truncated = one[5]
+        one[4][0] = action
+        env._phase[0] = "step"  # (an error from the kernels leaves the env half-stepped)
+        if one[9]:
+            one[3]()
+        else:  # (a canvas handed out read-only: writable for the call)
+            with writable(one[1]):
+                one[3]()
+        one[7] -= 1
+        if one[7] == 0 and self.kind != "python":
+            from batchenv._one import pointer_call
+
+            one[3] = pointer_call(self.loops, self.loops.run, one[8]) or one[3]
+        info: dict[str, Any] = env._field_info({}) if env._info_fields else {}
+        return one[10].copy(), reward.item(), terminated.item(), truncated.item(), info
+
+    def _single_args(self, env: Any) -> list[Any]:
+        rows = self.actions.buffer
+        buffer = rows if rows is not None else np.zeros(1, dtype=np.int64)
+        outputs = (np.zeros(1, dtype=env._reward.dtype), np.zeros(1, dtype=np.bool_),
+                   np.zeros(1, dtype=np.bool_))
+        limit = env.max_episode_steps
+        args = (self.params(env), self.fields(env.state), STEP, self.every[:1], buffer,
+                self.actions.low, self.actions.high, *outputs, env._obs,
+                _MODES[AutoresetMode.DISABLED], NO_LIMIT if limit is None else limit, 0)
+        if self.kind == "python":
+            run: Callable[..., Any] = functools.partial(self._run, 1, args)
+        else:  # (compiled since the first reset; the action's range was checked)
+            run = functools.partial(self.loops.run_for(args), *args, 0, 1)
+        # [what it was made for (3), the call, the action, the outputs, the dispatcher's
+        # call, steps to the pointer call, its arguments, obs writable, env 0's obs]
+        return [env.state, env._obs, limit, run, buffer, outputs, run, ONE_WARMUP,
+                (*args, 0, 1), env._obs.flags.writeable, env._obs[0]]
     def _same_step_resets(self, env: Any, args: tuple[Any, ...], obs: np.ndarray,
                           terminated: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
         """SAME_STEP: the envs that ended, observed as they ended, then a new episode each."""

@@ -51,6 +51,7 @@ from batchenv.state import (
 from batchenv.validation import (  # the argument front end, shared with the other vector envs
     StepBeforeResetError,
     action_checker,
+    batch_of_one,
     check_autoreset_mode,
     check_max_episode_steps,
     check_num_envs,
@@ -61,6 +62,7 @@ from batchenv.validation import (  # the argument front end, shared with the oth
     check_set_state,
     check_state_values,
     one_attr_value,
+    plain_action,
     read_only,
 )
 
@@ -344,13 +346,18 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
                                               self._needs_reset)
             self._phase[0] = "reset"
             self._reseed(mask, values, given)
+            form = self._form
+            if mask is None and form.fused and not form.checked:
+                form.reset_observe(self, self.state, self._obs)  # one pass, both
+            else:
+                if mask is None:
+                    self._reset_rows(self.state, self._rng)
+                else:
+                    self._reset_subset(np.flatnonzero(mask))
+                form.observe(self, self.state, self._obs)
             if mask is None:
-                self._reset_rows(self.state, self._rng)
                 self._needs_reset = False
                 self._broken = None
-            else:
-                self._reset_subset(np.flatnonzero(mask))
-            self._form.observe(self, self.state, self._obs)
             self._phase[0] = None
             return self._out(self._obs), self._field_info({})
 
@@ -377,29 +384,101 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             self._refuse_concurrent("step")
         try:
             if self._needs_reset:
-                self._check_open()
-                raise StepBeforeResetError(self._broken or "step() called before reset(): "
-                                           "call reset() first")
-            if self._form.fused:  # the whole step in one pass, the actions' check included
-                return cast(Any, self._form.step(self, actions))
-            if not self._form.checked:
-                return self._step_kernels(actions)
-            # debug mode: a checked kernel restores its own pass; the passes before it in
-            # this step (the step's, the base class's) are undone from this copy
-            rows = np.arange(self.num_envs)
-            before = take_rows(self.state, rows)
-            try:
-                return self._step_kernels(actions)
-            except BaseException as e:
-                if getattr(e, "batch_restored", False):
-                    put_rows(self.state, rows, before)
-                raise
+                self._refuse_step()
+            return self._step_batch(actions)
         except BaseException as e:
             self._fault(e)
             raise
         finally:
             self._phase[0] = None
             self._busy.release()
+
+    def _step_one(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:class:`~batchenv.single.SingleEnv`'s step: env 0 of a batch of one stepped with
+        ``action``, one action of :attr:`single_action_space`; the observation row and
+        Python scalars. What :meth:`step` returns for ``[action]``, with the same checks
+        and errors; an action plainly valid (:func:`~batchenv.validation.plain_action`)
+        on a batch of one in ``DISABLED`` mode takes a path that skips the batch's
+        machinery (the form's ``step_one``, or :meth:`_step_kernels_one`). The guard of
+        :meth:`step`, inlined: this is per step of a light env."""
+        if not self._busy.acquire(blocking=False):
+            self._refuse_concurrent("step")
+        try:
+            if self._needs_reset:
+                self._refuse_step()
+            return self._step_row(action)
+        except BaseException as e:
+            self._fault(e)
+            raise
+        finally:
+            self._phase[0] = None
+            self._busy.release()
+
+    def _refuse_step(self) -> None:
+        self._check_open()
+        raise StepBeforeResetError(self._broken or "step() called before reset(): call "
+                                   "reset() first")
+
+    def _step_batch(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                 np.ndarray, dict[str, Any]]:
+        if self._form.fused:  # the whole step in one pass, the actions' check included
+            return cast(Any, self._form.step(self, actions))
+        if not self._form.checked:
+            return self._step_kernels(actions)
+        # debug mode: a checked kernel restores its own pass; the passes before it in
+        # this step (the step's, the base class's) are undone from this copy
+        rows = np.arange(self.num_envs)
+        before = take_rows(self.state, rows)
+        try:
+            return self._step_kernels(actions)
+        except BaseException as e:
+            if getattr(e, "batch_restored", False):
+                put_rows(self.state, rows, before)
+            raise
+
+    def _step_row(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        plain = self.__dict__.get("_plain_action")
+        if plain is None:
+            plain = self._plain_action = plain_action(self.single_action_space)
+        value = plain(action) if self.validate else None
+        form = self._form
+        if value is not None and self.num_envs == 1 \
+                and self.autoreset_mode is AutoresetMode.DISABLED and not form.checked:
+            if form.fused:  # (its loop keeps a finished env frozen, as the batch's step)
+                return cast(Any, form.step_one(self, value))
+            if not self.state.awaiting_reset[0]:
+                return self._step_kernels_one(value)
+        obs, reward, terminated, truncated, info = self._step_batch(
+            batch_of_one(self.single_action_space, action))
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
+
+    def _step_kernels_one(self, value: Any) -> tuple[np.ndarray, float, bool, bool,
+                                                     dict[str, Any]]:
+        """:meth:`_step_kernels` for one env not awaiting a reset, in ``DISABLED`` mode,
+        with a valid action: the same kernels, the base class's part on scalars."""
+        held = self.__dict__.get("_one_action")
+        if held is None:  # (a buffer of the checker's dtype, and its read-only view)
+            buffer = batch_of_one(self.single_action_space, value).copy()
+            view = buffer.view()
+            view.flags.writeable = False
+            held = self._one_action = (buffer, view)
+        held[0][0] = value
+        s = self.state
+        self._phase[0] = "step"
+        reward = self._kernel_step(s, held[1])
+        elapsed = int(s.elapsed_steps[0]) + 1
+        s.elapsed_steps[0] = elapsed
+        terminated = bool(self._terminated[0])
+        limit = self.max_episode_steps
+        truncated = limit is not None and elapsed >= limit
+        if limit is not None:
+            self._truncated[0] = truncated
+        if terminated or truncated:
+            s.awaiting_reset[0] = True
+        info = self._field_info({})
+        obs = self._step_outputs(s, reward, info)[0]
+        self._phase[0] = None
+        return obs[0], float(reward[0]), terminated, truncated, info
 
     @contextmanager
     def _guard(self, method: str) -> Iterator[None]:
@@ -725,7 +804,8 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
-        for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated", "_form", "_busy"):
+        for rebuilt in ("_rng", "_action_check", "_terminated", "_truncated", "_form", "_busy",
+                        "_plain_action", "_one_action"):
             d.pop(rebuilt, None)  # (made again below)
         return d
 

@@ -194,6 +194,18 @@ class KernelForm:
     def step(self, env: Any, actions: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no fused step")
 
+    def reset_observe(self, env: Any, s: Any, out: np.ndarray) -> None:
+        """A fused form's full reset: every row of ``s`` given a start state (its step
+        count and ``awaiting_reset`` cleared, as ``BatchEnv._reset_rows``) and observed
+        into ``out``, in one pass."""
+        raise NotImplementedError(f"{type(self).__name__} has no fused step")
+
+    def step_one(self, env: Any, action: Any) -> Any:
+        """A fused form's step of a batch of one in ``DISABLED`` mode with one valid
+        action (``BatchEnv._step_one``): ``(observation row, reward, terminated,
+        truncated, info)``, the scalars as Python's."""
+        raise NotImplementedError(f"{type(self).__name__} has no fused step")
+
     def params_changed(self) -> None:
         """One of the class's ``kernel_params`` was set: read them again before the next
         kernel runs."""

@@ -57,7 +57,6 @@ class SingleEnv(gym.Env):
         self.metadata = {k: v for k, v in type(self.batch).metadata.items()
                          if k != "autoreset_mode"}
         self._discrete_obs = isinstance(self.observation_space, spaces.Discrete)
-        self._discrete_action = isinstance(self.action_space, spaces.Discrete)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
@@ -71,15 +70,8 @@ class SingleEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """One step of the env (an action of ``action_space``)."""
-        if self._discrete_action:
-            actions = np.asarray([action])
-            if actions.dtype.kind not in "iu" and actions.dtype.kind == "f" \
-                    and float(actions[0]).is_integer():
-                actions = actions.astype(np.int64)
-        else:
-            actions = np.asarray(action)[None]
-        obs, reward, terminated, truncated, info = self.batch.step(actions)
-        return self._row(obs), float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
+        obs, reward, terminated, truncated, info = self.batch._step_one(action)
+        return (int(obs) if self._discrete_obs else obs), reward, terminated, truncated, info
 
     def render(self) -> Any:
         """Env 0's frame (``None`` without a ``render_mode``)."""

@@ -8,7 +8,8 @@ argument, the expected form and the (batch-wide) env indices:
 * constructor arguments: :func:`check_num_envs`, :func:`check_autoreset_mode`,
   :func:`check_max_episode_steps`, :func:`check_observation_space`;
 * ``reset``: :func:`check_seed`, :func:`check_options`, :func:`check_reset`;
-* ``step``: :func:`action_checker` (one validating function per action space);
+* ``step``: :func:`action_checker` (one validating function per action space); a single
+  env's one action: :func:`plain_action` (the plainly valid ones), :func:`batch_of_one`;
 * ``set_state``: :func:`check_set_state`, :func:`check_state_values`;
 * ``set_attr``: :func:`one_attr_value`.
 """
@@ -191,6 +192,53 @@ def action_checker(space: gym.Space, num_envs: int, bounds: str
         return _box_checker(space, num_envs, bounds)
     raise TypeError(f"BatchEnv supports Discrete, MultiDiscrete and Box action spaces, "
                     f"got {space}")
+
+
+def plain_action(space: gym.Space) -> Callable[[Any], Any]:
+    """For a single env's step: a function giving one action of ``space`` that is plainly
+    valid as it is — a Python or numpy int in range of a ``Discrete``; an array of a float
+    ``Box``'s own dtype and shape, finite and within its bounds — and ``None`` for
+    anything else, which then goes to the batch's checker (:func:`action_checker`, through
+    :func:`batch_of_one`) for its conversion, clipping or error. Nothing here raises, so
+    every refusal keeps the batch's messages."""
+    if isinstance(space, spaces.Discrete):
+        low, high = int(space.start), int(space.start + space.n)
+
+        def discrete(action: Any) -> int | None:
+            if (type(action) is int or isinstance(action, np.integer)) \
+                    and low <= action < high:
+                return int(action)
+            return None
+
+        return discrete
+    if isinstance(space, spaces.Box) and space.dtype is not None \
+            and space.dtype.kind == "f":
+        shape, dtype = space.shape, space.dtype
+        bounds = list(zip(space.low.astype(dtype).ravel().tolist(),
+                          space.high.astype(dtype).ravel().tolist()))
+
+        def box(action: Any) -> np.ndarray | None:
+            if type(action) is not np.ndarray or action.dtype != dtype \
+                    or action.shape != shape:
+                return None
+            for v, (lo, hi) in zip(action.ravel().tolist(), bounds):
+                if not (lo <= v <= hi and v - v == 0.0):  # (NaN fails both; inf the second)
+                    return None
+            return action
+
+        return box
+    return lambda action: None
+
+
+def batch_of_one(space: gym.Space, action: Any) -> np.ndarray:
+    """A single env's ``action`` as the batch of one that :func:`action_checker` checks: a
+    ``Discrete`` action given as a float with an integer value counts as that integer."""
+    if isinstance(space, spaces.Discrete):
+        actions = np.asarray([action])
+        if actions.dtype.kind == "f" and float(actions[0]).is_integer():
+            actions = actions.astype(np.int64)
+        return actions
+    return np.asarray(action)[None]
 
 
 def _bad_rows(bad: np.ndarray) -> np.ndarray:
