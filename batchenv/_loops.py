@@ -486,6 +486,12 @@ class PerEnvForm(KernelForm):
     def reset_observe(self, env: Any, s: State, out: np.ndarray) -> None:
         """Every row reset (its step count and ``awaiting_reset`` cleared) and observed
         into ``out``: each env's pass does both (op 4 with every row chosen)."""
+        one = self._single  # a single env's: through its table of pointers, when made
+        if one is not None and one[11] is not None and s is one[0] and out is one[1] \
+                and not self.params_stale:
+            with writable(out):
+                one[11]()
+            return
         with writable(out):
             self._op(env, RESET_OBSERVE, s, out, self._rows(len(s)))
 
@@ -555,7 +561,12 @@ class PerEnvForm(KernelForm):
         if one[7] == 0 and self.kind != "python":
             from batchenv._one import pointer_call
 
-            one[3] = pointer_call(self.loops, self.loops.run, one[8]) or one[3]
+            call = pointer_call(self.loops, self.loops.run, one[8])
+            if call is not None:  # (and the same for a full reset: op 4, every row)
+                one[3] = call
+                args = one[8]
+                one[11] = pointer_call(self.loops, self.loops.run,
+                                       (*args[:2], RESET_OBSERVE, *args[3:11], 0, *args[12:]))
         info: dict[str, Any] = env._field_info({}) if env._info_fields else {}
         return one[10].copy(), reward.item(), terminated.item(), truncated.item(), info
 
@@ -573,9 +584,10 @@ class PerEnvForm(KernelForm):
         else:  # (compiled since the first reset; the action's range was checked)
             run = functools.partial(self.loops.run_for(args), *args, 0, 1)
         # [what it was made for (3), the call, the action, the outputs, the dispatcher's
-        # call, steps to the pointer call, its arguments, obs writable, env 0's obs]
+        # call, steps to the pointer call, its arguments, obs writable, env 0's obs, the
+        # pointer call of a full reset]
         return [env.state, env._obs, limit, run, buffer, outputs, run, ONE_WARMUP,
-                (*args, 0, 1), env._obs.flags.writeable, env._obs[0]]
+                (*args, 0, 1), env._obs.flags.writeable, env._obs[0], None]
     def _same_step_resets(self, env: Any, args: tuple[Any, ...], obs: np.ndarray,
                           terminated: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
         """SAME_STEP: the envs that ended, observed as they ended, then a new episode each."""

@@ -16,10 +16,10 @@ not a number or a C-contiguous writable array, an array of another layout; the
 dispatcher then calls the loop as for any batch).
 
 An exception a kernel raises cannot leave a ``cfunc``: numba hands it to
-``sys.unraisablehook`` and the call returns 0 (``run`` itself returns -1 here). The call
-puts a hook of its own in place for its duration, which keeps the exception of its own
-thread (any other goes to the hook that was there) and raises it after the call: the
-kernel's error, from the state the same machine code leaves.
+``sys.unraisablehook`` and the call returns 0 (``run`` itself returns -1 here). The call,
+made holding the GIL, puts a hook of its own in place for its duration, which keeps the
+exception and raises it after the call: the kernel's error, from the state the same machine
+code leaves.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -114,20 +113,22 @@ def pointer_call(loops: Any, run: Any, args: tuple[Any, ...]) -> Callable[[], in
         else:
             rest.append(table.scalar(value, np.dtype(np.int64)))
     text = _source(table, _as_tuple(param_names), _as_tuple(field_names), rest)
-    compiled = _compile(loops, run, text)
-    if compiled is None:
+    try:
+        compiled = _compile(loops, run, text)
+    except Exception as e:  # noqa: BLE001 - a speed-up only: the dispatcher goes on
+        _loop_cache.log.debug("%s: single-env pointer call not made: %s",
+                              loops.cls.__qualname__, e)
         return None
     pointers = np.array([a.ctypes.data for a in table.held], dtype=np.uintp)
-    function = compiled.ctypes
-    function.argtypes = [ctypes.c_void_p]
-    function.restype = ctypes.c_int64
+    # called holding the GIL (PYFUNCTYPE; the cfunc's own ctypes releases it), so that no
+    # other thread runs while the call's hook is in place
+    function = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(compiled.address)
     address = pointers.ctypes.data
     catch = _Catch()
 
     def call(function: Any = function, address: int = address, catch: _Catch = catch,
              keep: Any = (table.held, pointers, compiled)) -> int:  # (alive with the call)
         catch.previous = previous = sys.unraisablehook
-        catch.thread = threading.get_ident()
         sys.unraisablehook = catch
         try:
             status = function(address)
@@ -142,18 +143,17 @@ def pointer_call(loops: Any, run: Any, args: tuple[Any, ...]) -> Callable[[], in
 
 
 class _Catch:
-    """A ``sys.unraisablehook`` for one call: keeps the exception of the calling thread,
-    passes any other thread's to the hook that was in place."""
+    """A ``sys.unraisablehook`` for one call: keeps the first exception, passes any other
+    to the hook that was in place."""
 
-    __slots__ = ("previous", "thread", "error")
+    __slots__ = ("previous", "error")
 
     def __init__(self) -> None:
         self.previous: Any = None
-        self.thread = 0
         self.error: BaseException | None = None
 
     def __call__(self, unraisable: Any) -> None:
-        if threading.get_ident() == self.thread and self.error is None:
+        if self.error is None:
             self.error = unraisable.exc_value
         else:
             self.previous(unraisable)
@@ -163,7 +163,7 @@ _MADE: dict[tuple[int, str], Any] = {}
 
 
 def _compile(loops: Any, run: Any, text: str) -> Any:
-    """The wrapper compiled (from the disk cache when the loop came from it), or None."""
+    """The wrapper compiled (from the disk cache when the loop came from it)."""
     import numba
     from numba import types
 

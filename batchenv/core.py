@@ -476,7 +476,12 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         if terminated or truncated:
             s.awaiting_reset[0] = True
         info = self._field_info({})
-        obs = self._step_outputs(s, reward, info)[0]
+        if self.copy and self.observe_fills_out:  # (as _step_outputs, the flags left out)
+            obs = np.empty_like(self._obs)
+            self._form.observe(self, s, obs)
+        else:
+            self._form.observe(self, s, self._obs)
+            obs = self._out(self._obs)
         self._phase[0] = None
         return obs[0], float(reward[0]), terminated, truncated, info
 
