@@ -34,6 +34,7 @@ from gymnasium.wrappers import vector as vw
 
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError, enable_debug
 from batchenv.debug import KERNELS, KernelError
+from batchenv.testing import two_forms
 
 __all__ = ["check_env", "contract_checks", "ContractError", "ContractReport", "ContractCheck",
            "CHECKS"]
@@ -923,6 +924,8 @@ CHECKS: list[tuple[str, str, str, Callable[[_Context], None]]] = [
     ("wrappers", "single_observation_space / single_action_space", "the spaces must be "
      "exact: wrappers build on them", check_wrappers),
     ("render", "render_envs", "one frame per row of s", check_render),
+    ("two_forms", "step_env / reset_env / observe_env", two_forms.HINT,
+     two_forms.check_two_forms),
 ]
 
 
