@@ -303,6 +303,18 @@ class BatchPong(BatchEnv[PongState]):
         self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
 
+    @property
+    def ball_x_low(self) -> float:
+        """Smallest ball x of any state: a ball in play is between the paddles' planes
+        (``left_plane <= x <= right_plane``), and the step that ends a game moves its missed
+        ball on in each of its frames, up to ``frameskip * ball_speed`` past a plane (0 and
+        width-1 by default)."""
+        return self.params.left_plane - self.frameskip * self.params.ball_speed
+
+    @property
+    def ball_x_high(self) -> float:
+        return self.params.right_plane + self.frameskip * self.params.ball_speed
+
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """What :meth:`set_state` refuses besides NaN/inf and the schema's ranges (the court,
         the speeds, the scores, the sticky actions): in a game not awaiting its reset, a

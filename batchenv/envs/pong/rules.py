@@ -50,9 +50,9 @@ class PongState(State):
     ranges are the court and the rules' bounds (``BatchPong.params``): every state inside
     them steps safely in both kernel forms (tests/test_pong_ranges.py)."""
 
-    # column of the ball centre, [1, width-2] in play (check_state), up to ball_speed past
-    # that in a game's final state: [0, width-1] by default
-    ball_x: Annotated[Field[np.float32], Range("params.ball_x_low", "params.ball_x_high")]
+    # column of the ball centre, [1, width-2] in play (check_state), up to frameskip *
+    # ball_speed past that in a game's final state: [0, width-1] by default
+    ball_x: Annotated[Field[np.float32], Range("ball_x_low", "ball_x_high")]
     # row of the ball centre, [0, top_wall], y downwards
     ball_y: Annotated[Field[np.float32], Range(0, "params.top_wall")]
     # cells per step, +-ball_speed
@@ -119,17 +119,6 @@ class PongParams:
     @property
     def paddle_max(self) -> float:
         return self.height - 1 - self.paddle_min
-
-    @property
-    def ball_x_low(self) -> float:
-        """Smallest ball x of any state: a ball in play is between the paddles' planes
-        (``left_plane <= x <= right_plane``), and the step that ends a game may leave its
-        missed ball up to ``ball_speed`` past a plane (0 and width-1 by default)."""
-        return self.left_plane - self.ball_speed
-
-    @property
-    def ball_x_high(self) -> float:
-        return self.right_plane + self.ball_speed
 
     @property
     def paddle_reach(self) -> float:
