@@ -423,10 +423,10 @@ def test_set_state_rejects_nan_and_pong_invariants_leaving_the_env_unchanged():
     env = batchenv.BatchPong(5, mode="two_player")
     env.reset(seed=0)
     for field, value, text in [("ball_x", np.nan, "'ball_x' is NaN or inf"),
-                               ("action_left", 7, "action_left outside [0, 2]"),
-                               ("score_right", 22, "score_right outside [0, 21]"),
-                               ("left_y", 40.0, "left_y outside [2, 27]"),
-                               ("ball_y", -1.0, "ball_y outside [0, 29]")]:
+                               ("action_left", 7, "'action_left' outside [0, 2]"),
+                               ("score_right", 22, "'score_right' outside [0, 21]"),
+                               ("left_y", 40.0, "'left_y' outside [2, 27]"),
+                               ("ball_y", -1.0, "'ball_y' outside [0, 29]")]:
         bad = env.get_state()
         bad[field][3] = value
         _rejected(env, bad, text, "[3]")

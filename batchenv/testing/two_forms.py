@@ -206,6 +206,11 @@ def _shown(x: Any) -> str:
 
 def _why(x: Any, y: Any) -> str:
     x, y = np.asarray(x), np.asarray(y)
+    if x.dtype == np.float64 and y.dtype == np.float64 and x.shape == y.shape and \
+            np.all(np.abs(x - y) <= 2.0**-20 * np.maximum(np.abs(x), np.abs(y))):
+        return (" (a float32-sized rounding difference: float32 arithmetic on the way, a "
+                "float32 field or action with a Python float, is float64 in numba and "
+                "float32 in numpy)")
     if x.dtype == np.float32 and y.dtype == np.float32 and x.shape == y.shape:
         ulps = np.abs(x.view(np.int32).astype(np.int64) - y.view(np.int32).astype(np.int64))
         if ulps.max() <= 16:
