@@ -432,7 +432,9 @@ def test_set_state_rejects_nan_and_pong_invariants_leaving_the_env_unchanged():
         _rejected(env, bad, text, "[3]")
     good = env.get_state()
     good["score_left"][1] = 21
-    env.set_state(good)  # the bounds are inclusive
+    _rejected(env, good, "a score of points_to_win=21 in a game not awaiting its reset", "[1]")
+    good["awaiting_reset"][1] = True
+    env.set_state(good)  # the bounds are inclusive: a won game awaiting its reset
 
 
 def test_set_state_rejects_states_beyond_gymnasiums_bounds():
