@@ -644,7 +644,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         ``bad`` a bool array over the records (True where the problem occurs), e.g.
         ``{"score outside [0, 21]": (states["score"] < 0) | (states["score"] > 21)}``;
         the base class raises ``ValueError`` naming the env indices. NaN/inf in float
-        fields are always rejected. Default: no invariants."""
+        fields are always rejected, and so are values outside the schema's ranges
+        (:class:`~batchenv.state.Range`): only records that pass both reach ``check_state``,
+        which may therefore index with any ranged field. Default: no invariants."""
         return {}
 
     def _check_state_values(self, states: np.ndarray, env_idx: np.ndarray) -> None:
