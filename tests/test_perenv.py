@@ -414,6 +414,25 @@ def test_words_views_an_array_as_uint64_words(kernels):
     np.testing.assert_array_equal(out, expected)
 
 
+def test_words_refuses_a_strided_array_with_numbas_typing_error():
+    """words' overload refuses a non-contiguous array by raising the error numba documents
+    for typing failures, numba.core.errors.TypingError (the per-env loops catch the same
+    name to explain a kernel's typing error): if numba moves or renames it, this fails."""
+    import numba
+    from numba.core.errors import TypingError
+
+    from batchenv import _borrow
+
+    _borrow.install()
+
+    @numba.njit
+    def first_word(a):
+        return perenv.words(a)[0]
+
+    with pytest.raises(TypingError, match="perenv.words needs a C-contiguous array"):
+        first_word(np.zeros((4, 8), dtype=bool)[:, ::2])
+
+
 class ViewCatch(CatchRules):
     """PerEnvCatch with the ball's two columns seen by the kernels as one ``(2, n)`` view
     (``kernel_views``), the columns themselves hidden."""
