@@ -57,7 +57,6 @@ from batchenv.validation import (  # the argument front end, shared with the oth
     check_observation_space,
     check_reset,
     check_reward_dtype,
-    check_seed,
     check_set_state,
     check_state_values,
     one_attr_value,
@@ -720,10 +719,6 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             self._seed_values = np.uint64(secrets.randbits(62)) + np.arange(
                 self.num_envs, dtype=np.uint64)
         return self._seed_values
-
-    def _check_seed(self, seed: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Per-env seed values (uint64) and which envs were given one."""
-        return check_seed(seed, self.num_envs)
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
