@@ -84,7 +84,8 @@ _COMPILED_CLASSES = [
     (re.compile(r"space.?invaders"), "minatar-spaceinvaders"),
     (re.compile(r"asteroids"), "asteroids"),
     (re.compile(r"crafter"), "crafter"),
-    (re.compile(r"test_pong_per_env\.py|test_compiled_per_env_shards"), "pong-per-env"),
+    (re.compile(r"test_pong_per_env\.py|test_pong_ranges\.py|test_compiled_per_env_shards"),
+     "pong-per-env"),
     (re.compile(r"test_perenv\.py"), "perenv-catch"),
     (re.compile(r"test_sharded_ray\.py"), "ray"),  # one Ray runtime per worker
 ]

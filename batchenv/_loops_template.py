@@ -3,7 +3,8 @@
 #
 #   reset_env, step_env, observe_env   the class's kernels (compiled: inlined into the loop)
 #   StateTuple, ParamTuple             the namedtuple classes of `s` and `p`
-#   inner, outer                       the decorators of env_op and run (njit or nothing)
+#   inner, outer                       the decorators of env_op (and its steps) and run
+#                                      (njit or nothing)
 #   borrow, borrow_all                 views of the caller's arrays that the compiled loop
 #                                      reads and writes without reference counting
 #   first_bad_action                   the actions' range check
@@ -18,32 +19,47 @@ def env_op(p, s, i, op, chosen, action, reward, terminated, truncated, obs, mode
            max_steps):
     # One env's part of `op` (see run). Each kernel has one call site for every op: numba
     # inlines every call site, so fewer sites compile faster.
-    r = 0.0
-    t = False
-    tr = False
+    steps = op == 0 or op == 3
+    r, t, tr = 0.0, False, False
     restart = (op == 1 or op == 4) and chosen[i]
-    if op == 0 or op == 3:
+    if steps:
         if s.awaiting_reset[i]:  # its episode is over: the action is ignored; NEXT_STEP
             restart = op == 0 and mode != 2  # (and SAME_STEP, for a row set awaiting by
         else:  # set_state) resets it now, DISABLED keeps it frozen; op 3 discards it
-            r, t = step_env(p, s, i, action[i])
-            if op == 0:
-                elapsed = s.elapsed_steps[i] + 1
-                s.elapsed_steps[i] = elapsed
-                tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
-                if t or tr:  # (SAME_STEP: observed as it ends, reset by op 4 after)
-                    s.awaiting_reset[i] = True
+            r, t, tr = step_one(p, s, i, action[i], op == 0, max_steps)
     if restart:
-        reset_env(p, s, i)
-        if op != 1:
-            s.elapsed_steps[i] = 0
-            s.awaiting_reset[i] = False
-    if op == 0 or op == 3:
+        restart_one(p, s, i, op != 1)
+    if steps:
         reward[i] = r
         terminated[i] = t
         truncated[i] = tr
     if op == 0 or op == 2 or (op == 4 and chosen[i]):
         observe_env(p, s, i, obs[i])
+
+
+@inner
+def step_one(p, s, i, a, whole, max_steps):
+    # step_env; in the whole step (op 0) also the time limit, and the episode's end marked
+    # for the auto-reset. Returns the reward and the two flags.
+    r, t = step_env(p, s, i, a)
+    tr = False
+    if whole:
+        elapsed = s.elapsed_steps[i] + 1
+        s.elapsed_steps[i] = elapsed
+        tr = elapsed >= max_steps  # (no time limit: max_steps is 2**62)
+        if t or tr:  # (SAME_STEP: observed as it ends, reset by op 4 after)
+            s.awaiting_reset[i] = True
+    return r, t, tr
+
+
+@inner
+def restart_one(p, s, i, new_episode):
+    # reset_env; a new episode (every op but 1, the numpy form's reset, whose caller keeps
+    # the counters) also starts its step count and is no longer awaiting a reset.
+    reset_env(p, s, i)
+    if new_episode:
+        s.elapsed_steps[i] = 0
+        s.awaiting_reset[i] = False
 
 
 @outer

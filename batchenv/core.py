@@ -58,7 +58,6 @@ from batchenv.validation import (  # the argument front end, shared with the oth
     check_observation_space,
     check_reset,
     check_reward_dtype,
-    check_seed,
     check_set_state,
     check_state_values,
     one_attr_value,
@@ -728,7 +727,9 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
         ``bad`` a bool array over the records (True where the problem occurs), e.g.
         ``{"score outside [0, 21]": (states["score"] < 0) | (states["score"] > 21)}``;
         the base class raises ``ValueError`` naming the env indices. NaN/inf in float
-        fields are always rejected. Default: no invariants."""
+        fields are always rejected, and so are values outside the schema's ranges
+        (:class:`~batchenv.state.Range`): only records that pass both reach ``check_state``,
+        which may therefore index with any ranged field. Default: no invariants."""
         return {}
 
     def _check_state_values(self, states: np.ndarray, env_idx: np.ndarray) -> None:
@@ -802,10 +803,6 @@ class BatchEnv(EnvPoolAPI, VectorEnv, Generic[S]):
             self._seed_values = np.uint64(secrets.randbits(62)) + np.arange(
                 self.num_envs, dtype=np.uint64)
         return self._seed_values
-
-    def _check_seed(self, seed: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Per-env seed values (uint64) and which envs were given one."""
-        return check_seed(seed, self.num_envs)
 
     def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()

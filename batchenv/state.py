@@ -30,6 +30,7 @@ every step and ``check_env`` fuzzes states inside and outside it (:func:`ranges`
 
 from __future__ import annotations
 
+import operator
 import re
 import sys
 import typing
@@ -50,8 +51,9 @@ class Range(NamedTuple):
     """The valid values of a state field, both bounds included: ``Range(0, 9)``.
 
     A bound is a number, ``None`` (no bound on that side), or the name of an attribute of
-    the env, optionally with a constant added or subtracted (``"width - 1"``,
-    ``"max_speed"``): for bounds that follow the env's parameters. Declare it in the field's
+    the env (or a dotted path to one), optionally negated, optionally with a constant added
+    or subtracted (``"width - 1"``, ``"max_speed"``, ``"-params.ball_speed"``): for bounds
+    that follow the env's parameters. Declare it in the field's
     annotation, ``Annotated[Field[np.int8], Range(0, 9)]`` (after the shape, if any), or,
     for a schema given as a dtype, in the class attribute ``state_ranges = {"x": (0, 9)}``.
 
@@ -71,7 +73,8 @@ class Range(NamedTuple):
         return f"[{_shown(self.low, '-inf')}, {_shown(self.high, 'inf')}]"
 
 
-_BOUND_EXPRESSION = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:([+-])\s*(\d+(?:\.\d*)?))?\s*$")
+_BOUND_EXPRESSION = re.compile(
+    r"\s*(-)?\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:([+-])\s*(\d+(?:\.\d*)?))?\s*$")
 
 
 def _bound(bound: float | str | None, env: Any) -> float | None:
@@ -80,9 +83,11 @@ def _bound(bound: float | str | None, env: Any) -> float | None:
     found = _BOUND_EXPRESSION.match(bound)
     if found is None:
         raise TypeError(f"Range bound {bound!r}: a number, None, or an env attribute name "
-                        f"with an optional '+ k' or '- k' (e.g. 'width - 1')")
-    name, sign, amount = found.groups()
-    value = getattr(env, name)
+                        f"(or dotted path), optionally negated, with an optional '+ k' or "
+                        f"'- k' (e.g. 'width - 1', '-params.max_speed')")
+    negated, name, sign, amount = found.groups()
+    value = operator.attrgetter(name)(env)
+    value = -value if negated else value
     offset = 0 if amount is None else (float(amount) if "." in amount else int(amount))
     return value - offset if sign == "-" else value + offset
 

@@ -393,7 +393,7 @@ def check_state_values(env: Any, states: np.ndarray, env_idx: np.ndarray) -> Non
         if col.dtype.kind in "fc":
             problems[f"field {name!r} is NaN or inf"] = ~np.isfinite(col)
     problems.update(outside_ranges(env, states))
-    problems.update(env.check_state(states))
+    problems.update(_invariants(env, states, problems))
     found = []
     for what, bad in problems.items():
         bad = np.asarray(bad, dtype=bool).reshape(len(states), -1).any(axis=1)
@@ -402,6 +402,26 @@ def check_state_values(env: Any, states: np.ndarray, env_idx: np.ndarray) -> Non
     if found:
         raise ValueError("set_state: states rejected (nothing was changed): "
                          + "; ".join(found))
+
+
+def _invariants(env: Any, states: np.ndarray, problems: dict[str, Any]
+                ) -> dict[str, np.ndarray]:
+    """``env.check_state`` of the records whose every field is finite and inside its range
+    (an env's check may index with a field it trusts), as per-record arrays over
+    ``states``."""
+    n = len(states)
+    failed = np.zeros(n, dtype=bool)
+    for bad in problems.values():
+        failed |= np.asarray(bad, dtype=bool).reshape(n, -1).any(axis=1)
+    if failed.all():
+        return {}
+    ok = np.flatnonzero(~failed)
+    out = {}
+    for what, bad in env.check_state(states if len(ok) == n else states[ok]).items():
+        full = np.zeros(n, dtype=bool)
+        full[ok] = np.asarray(bad, dtype=bool).reshape(len(ok), -1).any(axis=1)
+        out[what] = full
+    return out
 
 
 def outside_ranges(env: Any, states: np.ndarray) -> dict[str, np.ndarray]:

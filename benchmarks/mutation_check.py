@@ -13,8 +13,11 @@ Usage (from the repository root)::
     python benchmarks/mutation_check.py -k pong         # mutations whose id contains "pong"
     python benchmarks/mutation_check.py --list          # the mutations, without running
 
-Exit status: 1 if any mutation was missed or not applied, else 0. Runs in ~15-30 min on a
-loaded 2-core machine (one pytest run per mutation, on the relevant test files only).
+Each mutation names the tests that should catch it (files, or single tests as
+``file::name``); the table ends with the mutations planted and caught per area (the base
+class, Pong, classic control, concurrent, the per-env layer, its compile cache, MinAtar,
+MiniGrid, the sharded env). Exit status: 1 if any mutation was missed or not applied, else
+0. One pytest run per mutation, on those tests only.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ PONG = ["tests/test_pong_rules.py", "tests/test_pong_reference.py", "tests/test_
         "tests/test_pong_render.py", "tests/test_random.py"]
 CLASSIC = ["tests/test_classic_control.py"]
 CONCURRENT = ["tests/test_concurrent.py", "tests/test_concurrent_disabled.py"]
+PERENV = "tests/test_perenv.py::"
+CACHE = "tests/test_loop_cache.py::"
+MINATAR = "tests/test_minatar_parity.py::"
+MINIGRID = "tests/test_minigrid.py::"
+SHARDED = "tests/test_sharded.py::"
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,82 @@ MUTATIONS = [
              "self._autoreset |= done", "self._autoreset |= terminations", tuple(CONCURRENT),
              also=(("self._autoreset |= terminations | truncations",
                     "self._autoreset |= terminations"),)),
+    # ---------------------------------------------------------------- the per-env layer
+    Mutation("perenv-draw-mix", "the random words' second mixing shift 30 instead of 27",
+             "x = (x ^ (x >> _S27)) * _MIX2", "x = (x ^ (x >> _S30)) * _MIX2",
+             (PERENV + "test_random_functions_follow_batch_random",)),
+    Mutation("perenv-normal-sine", "perenv.normal's Box-Muller with a sine, not a cosine",
+             "r * np.cos(2.0 * np.pi * u1)", "r * np.sin(2.0 * np.pi * u1)",
+             (PERENV + "test_random_functions_follow_batch_random",)),
+    Mutation("loops-truncate-late", "the compiled loop truncates one step after the limit",
+             "tr = elapsed >= max_steps", "tr = elapsed > max_steps",
+             (PERENV + "test_per_env_equals_numpy_kernels_in_every_mode",)),
+    Mutation("loops-disabled-resets", "DISABLED: the loop resets an env whose episode ended",
+             "restart = op == 0 and mode != 2", "restart = op == 0",
+             (PERENV + "test_disabled_mode_frozen_until_masked_reset",
+              PERENV + "test_per_env_equals_numpy_kernels_in_every_mode")),
+    Mutation("loops-pool-reuses-held", "the output pool reuses a set whose observation a "
+             "caller holds", "and getrefcount(held[2]) == 2 and getrefcount(held[3]) == 2",
+             "and getrefcount(held[2]) == 2",
+             (PERENV + "test_returned_arrays_are_never_written_again",)),
+    Mutation("borrow-discrete-accepts-n", "the compiled range check accepts the action n",
+             "bad |= (action[i] < a) | (action[i] >= b)",
+             "bad |= (action[i] < a) | (action[i] > b)",
+             (PERENV + "test_bad_actions_change_nothing",
+              PERENV + "test_the_compiled_check_refuses_before_any_row_changes")),
+    # ---------------------------------------------------------------- the compile cache
+    Mutation("cache-array-contents", "the key hashes a frozen array's shape, not its values",
+             "hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest())", "\"\")",
+             (CACHE + "test_the_key_follows_the_values_kernels_freeze_in",)),
+    Mutation("cache-closure-cells", "the key leaves out the kernels' closure cells",
+             "for cell in f.__closure__ or ():", "for cell in ():",
+             (CACHE + "test_the_key_follows_the_values_kernels_freeze_in",)),
+    Mutation("cache-module-attributes", "the key leaves out a module attribute a kernel reads",
+             "self.add(\"module\", v.__name__)\n            if _top(v.__name__) not in _LIBRARIES:",
+             "self.add(\"module\", v.__name__)\n            if False:",
+             (CACHE + "test_the_key_changes_with_each_thing_the_loop_reads_and_only_then",)),
+    Mutation("cache-off-ignored", "BATCHENV_CACHE_DIR=\"\" does not turn the cache off",
+             "return Path(chosen).expanduser() if chosen else None",
+             "return Path(chosen).expanduser()",
+             (CACHE + "test_the_cache_directory_follows_the_environment",)),
+    # ---------------------------------------------------------------- MinAtar
+    Mutation("minatar-breakout-corner", "Breakout: the paddle's corner does not turn the ball",
+             "if x == s.pos[i]:  # its corner: back the way it came\n        "
+             "s.ball_dx[i] = -s.ball_dx[i]\n",
+             "if x == s.pos[i]:  # its corner: back the way it came\n", (
+                 MINATAR + "test_breakout_random_policy",)),
+    Mutation("minatar-freeway-speed", "Freeway: the chicken moves every 2 steps, not 3",
+             "PLAYER_SPEED = 3", "PLAYER_SPEED = 2", (MINATAR + "test_freeway_random_policy",)),
+    Mutation("minatar-asterix-gold", "Asterix: a spawn is gold with probability 1/4, not 1/3",
+             "GOLD_PROB = 1 / 3", "GOLD_PROB = 1 / 4", (MINATAR + "test_asterix_random_policy",)),
+    Mutation("minatar-seaquest-oxygen", "Seaquest: 190 oxygen, not 200",
+             "MAX_OXYGEN = 200", "MAX_OXYGEN = 190", ("tests/test_minatar_seaquest.py",)),
+    Mutation("minatar-invaders-cool-down", "Space Invaders: the cannon's cool-down 4, not 5",
+             "SHOT_COOL_DOWN = 5  # shot_cool_down: steps between the cannon's shots",
+             "SHOT_COOL_DOWN = 4  # shot_cool_down: steps between the cannon's shots",
+             ("tests/test_minatar_space_invaders.py",)),
+    # ---------------------------------------------------------------- MiniGrid
+    Mutation("minigrid-goal-reward", "the goal pays 1 - 0.8 * steps / max_steps, not 0.9",
+             "return 1.0 - 0.9 * (s.step_count[i] / p.max_steps), True",
+             "return 1.0 - 0.8 * (s.step_count[i] / p.max_steps), True",
+             (MINIGRID + "test_doorkey_reward_on_goal", MINIGRID + "test_empty_parity")),
+    Mutation("minigrid-lava-harmless", "stepping into lava does not end the episode",
+             "return 0.0, t == LAVA", "return 0.0, False", (MINIGRID + "test_lavagap_parity",)),
+    Mutation("minigrid-door-stays-open", "toggling an open door leaves it open",
+             "s.grid[i, fx, fy, 2] = CLOSED if st == OPEN else OPEN",
+             "s.grid[i, fx, fy, 2] = OPEN", (MINIGRID + "test_doorkey_parity",
+                                             MINIGRID + "test_unlock_parity")),
+    # ---------------------------------------------------------------- the sharded env
+    Mutation("sharded-seed-same", "every shard seeded s, not s + its first row",
+             "return int(seed) + a", "return int(seed)",
+             (SHARDED + "test_row_i_is_a_batch_of_one_seeded_s_plus_i",
+              SHARDED + "test_same_as_unsharded")),
+    Mutation("sharded-seed-list-reversed", "a shard's slice of a seed list reversed",
+             "list(seed)[a:b]]", "list(seed)[a:b][::-1]]", (SHARDED + "test_same_as_unsharded",)),
+    Mutation("sharded-info-rows", "every shard's step infos placed at the batch's first rows",
+             "_merge_info(info, extra, self.bounds[k] - a, b - a)",
+             "_merge_info(info, extra, 0, b - a)",
+             (SHARDED + "test_step_infos_come_through_the_pipe",)),
 ]
 
 
@@ -128,8 +212,18 @@ def locate(tree: Path, snippet: str) -> list[Path]:
     return hits
 
 
-def run(root: Path, m: Mutation, timeout: float) -> tuple[str, str, float]:
-    """(status, detail, seconds) of one mutation on a fresh copy of root."""
+#: Each mutation's area (the prefix of its id) as the table of areas names it.
+AREAS = {"core": "base class", "random": "base class", "pong": "Pong", "classic":
+         "classic control", "concurrent": "concurrent", "perenv": "per-env layer",
+         "loops": "per-env layer", "borrow": "per-env layer", "cache": "compile cache",
+         "minatar": "MinAtar", "minigrid": "MiniGrid", "sharded": "sharded"}
+
+
+def run(root: Path, m: Mutation, timeout: float, cache: Path) -> tuple[str, str, float]:
+    """(status, detail, seconds) of one mutation on a fresh copy of root. The per-env loops'
+    compile cache is ``cache`` (shared by the mutations: its keys hash the loop's files and
+    the kernels, so a mutated one is compiled afresh), except for mutations of the cache
+    itself, which get an empty one of their own."""
     with tempfile.TemporaryDirectory(prefix="batchenv-mut-") as tmp:
         tree = Path(tmp)
         shutil.copytree(root / "batchenv", tree / "batchenv",
@@ -150,8 +244,11 @@ def run(root: Path, m: Mutation, timeout: float) -> tuple[str, str, float]:
             return "not applied", f"snippet found {len(hits)} times", 0.0
         path = hits[0]
         path.write_text(path.read_text().replace(find, replace))
-        tests = [t for t in m.tests if (tree / t).exists()]
+        tests = [t for t in m.tests if (tree / t.partition("::")[0]).exists()]
         env = {k: v for k, v in os.environ.items() if k != "CI"}  # skips are not failures here
+        env["PYTHONPATH"] = str(tree)  # the mutated copy, also in the tests' subprocesses
+        env["BATCHENV_CACHE_DIR"] = str(tree / "loop-cache" if m.id.startswith("cache-")
+                                        else cache)
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                "-p", "no:randomly", *dict.fromkeys(tests)]
         t0 = time.perf_counter()
@@ -193,12 +290,19 @@ def main() -> int:
     print("| mutation | bug | result | first failing test (or pytest's summary) | s |")
     print("|---|---|---|---|---:|")
     bad = 0
-    for m in chosen:
-        status, detail, seconds = run(root, m, args.timeout)
-        bad += status != "caught"
-        print(f"| {m.id} | {m.bug} | {status} | {detail} | {seconds:.0f} |", flush=True)
-    caught = len(chosen) - bad
-    print(f"\n{caught} of {len(chosen)} mutations caught")
+    areas: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory(prefix="batchenv-mut-cache-") as cache:
+        for m in chosen:
+            status, detail, seconds = run(root, m, args.timeout, Path(cache))
+            bad += status != "caught"
+            tally = areas.setdefault(AREAS.get(m.id.split("-")[0], "other"), [0, 0])
+            tally[0] += 1
+            tally[1] += status == "caught"
+            print(f"| {m.id} | {m.bug} | {status} | {detail} | {seconds:.0f} |", flush=True)
+    print("\n| area | planted | caught |\n|---|---:|---:|")
+    for area, (planted, caught) in areas.items():
+        print(f"| {area} | {planted} | {caught} |")
+    print(f"\n{len(chosen) - bad} of {len(chosen)} mutations caught")
     return 1 if bad else 0
 
 

@@ -1,8 +1,9 @@
 """The fuzz of an env's declared valid ranges (``batchenv.state.Range``), shared by the
-MinAtar and MiniGrid tests.
+MinAtar, MiniGrid and Crafter tests.
 
 * :func:`fill_inside`: records with every ranged field drawn inside its range (a quarter
-  of the values at a bound), for a game's own ``repair`` to make pass ``check_state``;
+  of the values at a bound; integer or float fields), for a game's own ``repair`` to make
+  pass ``check_state``;
 * :func:`step_alike`: such records set into an env compiled and one run as a Python loop,
   stepped with random actions: neither may raise, both must give the same observations,
   rewards, flags and whole state (a compiled kernel that reads past an array's end gets
@@ -29,14 +30,19 @@ from batchenv.validation import outside_ranges
 OPEN_SIDE = 10**6
 
 
-def bounds(env: Any, name: str) -> tuple[int, int]:
-    """The field's range as two ints (an open side: :data:`OPEN_SIDE` from the other, within
-    the dtype)."""
+def _limits(dtype: np.dtype) -> Any:
+    return np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+
+
+def bounds(env: Any, name: str) -> tuple[float, float]:
+    """The field's range as two numbers (an open side: :data:`OPEN_SIDE` from the other,
+    within the dtype): ints for an integer field."""
     low, high = env.state_field_ranges[name].resolve(env)
-    info = np.iinfo(env.full_state_dtype[name].base)
+    dtype = env.full_state_dtype[name].base
+    info = _limits(dtype)
     low = max(info.min, (high if high is not None else 0) - OPEN_SIDE) if low is None else low
     high = min(info.max, low + OPEN_SIDE) if high is None else high
-    return int(low), int(high)
+    return (float(low), float(high)) if dtype.kind == "f" else (int(low), int(high))
 
 
 def fill_inside(env: Any, records: np.ndarray, rng: np.random.Generator,
@@ -47,7 +53,10 @@ def fill_inside(env: Any, records: np.ndarray, rng: np.random.Generator,
     for name in env.state_field_ranges:
         low, high = bounds(env, name)
         shape = out[name].shape
-        values = rng.integers(low, high + 1, shape)
+        if env.full_state_dtype[name].base.kind == "f":
+            values = rng.uniform(low, high, shape)
+        else:
+            values = rng.integers(low, high + 1, shape)
         edge = rng.random(shape) < at_bounds
         values[edge] = np.where(rng.random(np.count_nonzero(edge)) < 0.5, low, high)
         out[name] = values
@@ -98,9 +107,14 @@ def assert_every_bound_refused(env: Any, records: np.ndarray, rng: np.random.Gen
     checked = 0
     for name, declared in env.state_field_ranges.items():
         low, high = declared.resolve(env)
-        info = np.iinfo(env.full_state_dtype[name].base)
-        for value in (low - 1 if low is not None else None,
-                      high + 1 if high is not None else None):
+        dtype = env.full_state_dtype[name].base
+        info = _limits(dtype)
+        if dtype.kind == "f":  # the next value the field holds past each bound
+            beyond = (None if low is None else np.nextafter(dtype.type(low), -np.inf),
+                      None if high is None else np.nextafter(dtype.type(high), np.inf))
+        else:
+            beyond = (None if low is None else low - 1, None if high is None else high + 1)
+        for value in beyond:
             if value is None or not info.min <= value <= info.max:
                 continue
             bad = records.copy()
@@ -109,7 +123,8 @@ def assert_every_bound_refused(env: Any, records: np.ndarray, rng: np.random.Gen
             column[k, rng.integers(column.shape[1])] = value
             bad[name] = column.reshape(bad[name].shape)
             shown = (f"field '{name}' outside [{_shown(low) if low is not None else '-inf'}, "
-                     f"{_shown(high) if high is not None else 'inf'}] (e.g. {value})")
+                     f"{_shown(high) if high is not None else 'inf'}] "
+                     f"(e.g. {np.asarray(value).item()})")
             try:
                 env.set_state(bad)
             except ValueError as error:

@@ -423,16 +423,18 @@ def test_set_state_rejects_nan_and_pong_invariants_leaving_the_env_unchanged():
     env = batchenv.BatchPong(5, mode="two_player")
     env.reset(seed=0)
     for field, value, text in [("ball_x", np.nan, "'ball_x' is NaN or inf"),
-                               ("action_left", 7, "action_left outside [0, 2]"),
-                               ("score_right", 22, "score_right outside [0, 21]"),
-                               ("left_y", 40.0, "left_y outside [2, 27]"),
-                               ("ball_y", -1.0, "ball_y outside [0, 29]")]:
+                               ("action_left", 7, "'action_left' outside [0, 2]"),
+                               ("score_right", 22, "'score_right' outside [0, 21]"),
+                               ("left_y", 40.0, "'left_y' outside [2, 27]"),
+                               ("ball_y", -1.0, "'ball_y' outside [0, 29]")]:
         bad = env.get_state()
         bad[field][3] = value
         _rejected(env, bad, text, "[3]")
     good = env.get_state()
     good["score_left"][1] = 21
-    env.set_state(good)  # the bounds are inclusive
+    _rejected(env, good, "a score of points_to_win=21 in a game not awaiting its reset", "[1]")
+    good["awaiting_reset"][1] = True
+    env.set_state(good)  # the bounds are inclusive: a won game awaiting its reset
 
 
 def test_set_state_rejects_states_beyond_gymnasiums_bounds():

@@ -345,8 +345,9 @@ def test_every_form_of_the_actions_steps_alike(form):
 @pytest.mark.parametrize("mode", list(AutoresetMode))
 def test_returned_arrays_are_never_written_again(mode):
     """With copy=True the loop writes into the arrays it returns, recycling a set only when
-    the caller holds none of it: arrays a caller keeps (or a view of them) never change,
-    and dropped sets are reused rather than allocated anew."""
+    the caller holds none of it: arrays a caller keeps (all, views of them, or one alone, as
+    ``obs = env.step(a)[0]``) never change, and dropped sets are reused rather than
+    allocated anew."""
     env = PerEnvCatch(16, autoreset_mode=mode)
     env.reset(seed=0)
     rng = np.random.default_rng(2)
@@ -354,7 +355,7 @@ def test_returned_arrays_are_never_written_again(mode):
     for t in range(40):
         out = env.step(rng.integers(0, 3, 16))[:4]
         if t % 5 == 0:
-            keep = out if t % 10 == 0 else [x[3:] for x in out]  # arrays, or views
+            keep = (out, [x[3:] for x in out], out[:1], out[1:2])[t // 5 % 4]
             kept.append(keep)
             copies.append([x.copy() for x in keep])
         del out
@@ -412,6 +413,25 @@ def test_words_views_an_array_as_uint64_words(kernels):
     expected = np.zeros_like(out)
     expected[1, 1, 0] = expected[1, 1, 7] = True
     np.testing.assert_array_equal(out, expected)
+
+
+def test_words_refuses_a_strided_array_with_numbas_typing_error():
+    """words' overload refuses a non-contiguous array by raising the error numba documents
+    for typing failures, numba.core.errors.TypingError (the per-env loops catch the same
+    name to explain a kernel's typing error): if numba moves or renames it, this fails."""
+    import numba
+    from numba.core.errors import TypingError
+
+    from batchenv import _borrow
+
+    _borrow.install()
+
+    @numba.njit
+    def first_word(a):
+        return perenv.words(a)[0]
+
+    with pytest.raises(TypingError, match="perenv.words needs a C-contiguous array"):
+        first_word(np.zeros((4, 8), dtype=bool)[:, ::2])
 
 
 class ViewCatch(CatchRules):

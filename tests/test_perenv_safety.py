@@ -110,7 +110,9 @@ class Mover(batchenv.BatchEnv):
 
     @staticmethod
     def step_env(p, s, i, action):
-        s.x[i] += action[0] - 2.0 * action[1]
+        # float(): a float32 action times a Python float is float32 in numpy (the Python
+        # form) and float64 in numba; check_env's two_forms check would report it
+        s.x[i] += float(action[0]) - 2.0 * float(action[1])
         s.steps[i] += 1
         return -abs(s.x[i]), False
 
@@ -122,7 +124,7 @@ class Mover(batchenv.BatchEnv):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_box_actions_step_once_and_are_clipped(threads):
     env = Mover(N, num_threads=threads)
-    ref = Mover(N)  # (one thread; the Python form computes float32 * a float in float32)
+    ref = Mover(N)  # (one thread)
     env.reset(seed=0)
     ref.reset(seed=0)
     rng = np.random.default_rng(1)

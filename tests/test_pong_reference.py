@@ -141,7 +141,7 @@ def test_injected_states_agree():
     rng = np.random.default_rng(0)
     st = env.get_state()
     p = env.params
-    st["ball_x"] = rng.uniform(0, p.width - 1, 64)
+    st["ball_x"] = rng.uniform(p.left_plane, p.right_plane, 64)  # in play (check_state)
     st["ball_y"] = rng.uniform(0, p.top_wall, 64)
     st["ball_vx"] = rng.choice([-1.0, 1.0], 64)
     st["ball_vy"] = rng.uniform(-p.max_ball_vy, p.max_ball_vy, 64)

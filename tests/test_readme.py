@@ -4,6 +4,9 @@ README's code examples run."""
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -22,10 +25,25 @@ def test_ci_runs_the_readme_test_command():
     assert command in ci_lines, f"{command!r} is not a line of .ci/run"
 
 
-def test_readme_quick_start_command_names_an_existing_cli():
-    first = re.search(r"## Quick start.+?```bash\n(.+?)\n```", README, re.S).group(1)
-    assert first.startswith("pip install -e . && python -m batchenv bench pong")
-    assert (ROOT / "batchenv" / "__main__.py").exists()
+def test_readme_quick_start_command_prints_a_throughput_table():
+    """The quick start's command, run as README gives it (with the smallest sizes its CLI
+    takes, to stay fast), prints a row of measurements per case whose columns agree."""
+    line = re.search(r"## Quick start.+?```bash\n(.+?)\n```", README, re.S).group(1)
+    command = shlex.split(line.split("&&", 1)[1].split("#", 1)[0])
+    assert command[0] == "python"
+    small = ["--sizes", "2", "--block", "0.002", "--repeats", "1", "--no-ale"]
+    done = subprocess.run([sys.executable, *command[1:], *small], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = [row.split() for row in done.stdout.splitlines()
+            if row.split()[:2] in (["state", "True"], ["tiles", "True"], ["pixels", "True"],
+                                   ["pixels", "False"])]
+    assert [(r[0], int(r[2])) for r in rows] == [("state", 2), ("tiles", 4096),
+                                                 ("pixels", 4096), ("pixels", 4096)]
+    for _, _, n, us_per_step, ns_per_env, m_per_s, *_ in rows:
+        us, ns, m = float(us_per_step), float(ns_per_env), float(m_per_s)
+        assert us > 0 and np.isclose(ns, us * 1e3 / int(n), rtol=0.01, atol=0.1)
+        assert np.isclose(m, 1e3 / ns, rtol=0.02, atol=0.01)
 
 
 def test_readme_code_blocks_run():

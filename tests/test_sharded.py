@@ -1113,3 +1113,41 @@ def test_a_killed_worker_is_named_while_another_shard_is_still_busy() -> None:
         assert err.value.shard == 1 and err.value.rows == range(2, 4)
     finally:
         env.close()
+
+
+class _FakeRay:
+    """What check_placeable reads of Ray (ray.nodes, cluster_resources, available_resources):
+    two nodes of 3 CPUs, one with a custom resource."""
+
+    def __init__(self, free_cpus: float = 6.0) -> None:
+        self.free_cpus = free_cpus
+
+    def nodes(self):
+        return [{"Alive": True, "Resources": {"CPU": 3.0, "board": 1.0}},
+                {"Alive": True, "Resources": {"CPU": 3.0}},
+                {"Alive": False, "Resources": {"CPU": 64.0}}]  # a dead node places nothing
+
+    def cluster_resources(self):
+        return {"CPU": 6.0, "board": 1.0}
+
+    def available_resources(self):
+        return {"CPU": self.free_cpus, "board": 1.0}
+
+
+def test_ray_actors_the_nodes_cannot_hold_are_refused_before_any_is_made(monkeypatch):
+    """Each actor on one node: two CPUs each fit once per 3-CPU node (room for 2, though the
+    cluster has 6 CPUs in all); a custom resource on one node only, once."""
+    from batchenv.sharded import _ray
+
+    monkeypatch.setattr(_ray, "FREE_WAIT", 0.2)
+    fake = _FakeRay()
+    _ray.check_placeable(fake, {"num_cpus": 2}, 2, 0)  # fits: nothing raised
+    with pytest.raises(ValueError, match=r"^num_workers=3 Ray actors, each asking for 2 CPU "
+                       r"\(ray_options\): the Ray cluster has room for 2 \(its 2 node\(s\) "
+                       r"hold 6 CPU in all\); use num_workers <= 2"):
+        _ray.check_placeable(fake, {"num_cpus": 2}, 3, 0)
+    with pytest.raises(ValueError, match=r"1 CPU, 1 board .*room for 1 .*num_workers <= 2"):
+        _ray.check_placeable(fake, {"resources": {"board": 1}}, 2, 1)
+    _ray.check_placeable(fake, {"num_cpus": 0}, 100, 0)  # asks for nothing: no bound
+    with pytest.raises(ValueError, match=r"room for 6 but only 1 free \(1.5 CPU free"):
+        _ray.check_placeable(_FakeRay(free_cpus=1.5), {}, 2, 0)

@@ -172,6 +172,36 @@ class TestLocalRay:
             signal.signal(signal.SIGALRM, old)
             env.close()
 
+    def test_more_workers_than_the_cluster_can_place_are_refused(self, monkeypatch) -> None:
+        """Issue 36: three actors on two CPUs waited five minutes for room, then failed with
+        Ray's own error; now a ValueError naming num_workers, the ask and the cluster's
+        room, before any actor is made."""
+        cpus = ray.available_resources()["CPU"]
+        with pytest.raises(ValueError, match=r"num_workers=3 Ray actors, each asking for 1 "
+                           r"CPU .*room for 2 .*2 CPU in all.*num_workers <= 2"):
+            ShardedVectorEnv(BatchPong, N, num_workers=3, backend="ray")
+        with pytest.raises(ValueError, match=r"num_workers=2 Ray actors, each asking for "
+                           r"1\.5 CPU .*room for 1 "):
+            ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray",
+                             ray_options={"num_cpus": 1.5})
+        with pytest.raises(ValueError, match=r"1 GPU .*room for 0 "):
+            ShardedVectorEnv(BatchPong, N, num_workers=2, backend="ray",
+                             ray_options={"num_gpus": 1})
+        with pytest.raises(ValueError, match=r"num_workers=4 with local_shard \(3 Ray "
+                           r"actors\).*num_workers <= 3"):
+            ShardedVectorEnv(BatchPong, N, num_workers=4, backend="ray", local_shard=True)
+        assert ray.available_resources()["CPU"] == cpus  # no actor was made
+        # room in all, but held by another env's actors: refused once FREE_WAIT has passed
+        import batchenv.sharded._ray as ray_backend
+
+        monkeypatch.setattr(ray_backend, "FREE_WAIT", 0.5)
+        holder = ShardedVectorEnv(BatchPong, 4, num_workers=2, backend="ray")
+        try:
+            with pytest.raises(ValueError, match=r"room for 2 but only 0 free .*other actors"):
+                ShardedVectorEnv(BatchPong, 4, num_workers=1, backend="ray")
+        finally:
+            holder.close()
+
     @pytest.mark.parametrize("store", [False, True], ids=["shared-memory", "object-store"])
     def test_same_as_unsharded(self, store: bool) -> None:
         before = shm_blocks()

@@ -147,7 +147,9 @@ class ShardedVectorEnv(VectorEnv):
             limit; a worker that dies is reported at once either way).
         start_method: ``"forkserver"`` (default on Linux) or ``"spawn"`` (process backend).
         ray_options: options of each Ray actor (``num_cpus`` 1 by default, ``resources``,
-            ``scheduling_strategy``, ...), passed to ``ActorClass.options``.
+            ``scheduling_strategy``, ...), passed to ``ActorClass.options``. More
+            actors than the cluster's nodes can hold (or, after 10 s, than is free) is a
+            ``ValueError`` before any actor is made.
         local_shard: keep shard 0 in the driver process, as an ordinary ``BatchEnv``
             writing into its rows of the batch arrays, and run its part of every command
             in the driver after the workers were posted, so that they work meanwhile (a

@@ -95,6 +95,64 @@ class _ShardFailed(Exception):
         self.message, self.cause = message, cause
 
 
+#: How long a cluster with room enough in all may take to free it for the actors (actors
+#: of an env closed just before are still being reaped), before the start is refused.
+FREE_WAIT = 10.0
+
+
+def actor_ask(options: dict[str, Any]) -> dict[str, float]:
+    """The resources one actor asks Ray for, by Ray's resource names."""
+    ask = {"CPU": float(options.get("num_cpus", 1) or 0),
+           "GPU": float(options.get("num_gpus", 0) or 0),
+           "memory": float(options.get("memory", 0) or 0),
+           **{str(k): float(v) for k, v in (options.get("resources") or {}).items()}}
+    return {k: v for k, v in ask.items() if v > 0}
+
+
+def _fits(have: dict[str, float], ask: dict[str, float]) -> int:
+    """How many actors asking ``ask`` fit in ``have`` (unbounded: a large number)."""
+    return min((int(have.get(k, 0.0) / v + 1e-9) for k, v in ask.items()), default=1 << 30)
+
+
+def _shown(resources: dict[str, float]) -> str:
+    return ", ".join(f"{v:g} {k}" for k, v in resources.items()) or "nothing"
+
+
+def check_placeable(ray: Any, options: dict[str, Any], actors: int, first_shard: int) -> None:
+    """ValueError, before any actor is made, when the cluster cannot place ``actors`` actors
+    of ``options``: more than its nodes hold in all (each actor on one node), or more than
+    is free after :data:`FREE_WAIT` seconds (Ray would otherwise wait minutes for room; not
+    checked with a ``scheduling_strategy``, whose placement group holds resources that do
+    not show as free)."""
+    ask = actor_ask(options)
+    if not ask:
+        return
+    nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    room = sum(_fits(node, ask) for node in nodes)
+    workers = actors + first_shard
+    what = (f"num_workers={workers}" + (f" with local_shard ({actors} Ray actors)"
+                                        if first_shard else " Ray actors")
+            + f", each asking for {_shown(ask)} (ray_options)")
+    if room < actors:
+        total = ray.cluster_resources()
+        raise ValueError(f"{what}: the Ray cluster has room for {room} (its {len(nodes)} "
+                         f"node(s) hold {_shown({k: total.get(k, 0.0) for k in ask})} in "
+                         f"all); use num_workers <= {room + first_shard}, ask for less per "
+                         f"actor (ray_options={{'num_cpus': ...}}), or add nodes")
+    if "scheduling_strategy" in options or "placement_group" in options:
+        return  # a placement group holds its resources already: they do not show as free
+    deadline = time.monotonic() + FREE_WAIT
+    while (free := _fits(ray.available_resources(), ask)) < actors:
+        if time.monotonic() > deadline:
+            available = ray.available_resources()
+            raise ValueError(f"{what}: the Ray cluster has room for {room} but only "
+                             f"{free} free ({_shown({k: available.get(k, 0.0) for k in ask})}"
+                             f" free after {FREE_WAIT:g} s): other actors or tasks hold the "
+                             f"rest; close the envs or actors that hold them, or use "
+                             f"num_workers <= {free + first_shard}")
+        time.sleep(0.1)
+
+
 class RayBackend:
     """Ray actors holding the shards (see the module docstring)."""
 
@@ -113,6 +171,7 @@ class RayBackend:
                        for k in range(self.num_shards)]
         self.blocks: Blocks | None = None
         options = {"num_cpus": 1, **(ray_options or {})}
+        check_placeable(ray, options, self.num_shards, first_shard)
         actor_cls = ray.remote(ShardActor)
         self.actors = [actor_cls.options(**options).remote(env_cls, bounds[k], bounds[k + 1],
                                                            env_kwargs)

@@ -34,6 +34,7 @@ from gymnasium.wrappers import vector as vw
 
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError, enable_debug
 from batchenv.debug import KERNELS, KernelError
+from batchenv.testing import two_forms
 
 __all__ = ["check_env", "contract_checks", "ContractError", "ContractReport", "ContractCheck",
            "CHECKS"]
@@ -215,35 +216,47 @@ def check_api(c: _Context) -> None:
     obs, info = env.reset(seed=c.seed)
     if not isinstance(info, dict):
         raise _Fail("reset", f"reset returned info of type {type(info).__name__}, not a dict")
-    single = env.single_observation_space
-    expected = (n, *single.shape)
     for t, a in enumerate([None, *c.actions(env, c.steps)]):
         if a is not None:
-            result = env.step(a)
-            if len(result) != 5:
-                raise _Fail("step", f"step returned {len(result)} values, not 5")
-            obs, reward, terminated, truncated, info = result
-            want = np.dtype(getattr(env, "reward_dtype", np.float32))  # the constructor's
-            if reward.shape != (n,) or reward.dtype != want:
-                raise _Fail("step_envs", f"reward at step {t} has shape {reward.shape} and "
-                            f"dtype {reward.dtype}; expected ({n},) {want}")
-            if not np.isfinite(reward).all():
-                raise _Fail("step_envs", f"NaN or inf reward at step {t}, env indices "
-                            f"{np.flatnonzero(~np.isfinite(reward))[:10].tolist()}")
-            for name, flag in (("terminated", terminated), ("truncated", truncated)):
-                if flag.shape != (n,) or flag.dtype != np.bool_:
-                    raise _Fail("step_envs", f"{name} at step {t} has shape {flag.shape} and "
-                                f"dtype {flag.dtype}; expected ({n},) bool")
-        if not isinstance(obs, np.ndarray) or obs.shape != expected or obs.dtype != single.dtype:
-            raise _Fail("observe", f"observation at step {t} has shape {np.shape(obs)} and "
-                        f"dtype {getattr(obs, 'dtype', None)}; expected {expected} "
-                        f"{single.dtype}")
-        if obs not in env.observation_space:
-            raise _Fail("observe", f"observation at step {t} is outside "
-                        f"observation_space ({single} per env)")
+            obs = _checked_step(env, a, t, n)
+        _check_observation_form(env, obs, t, n)
     env.close()
     if not getattr(env, "closed", False):
         raise _Fail("close", "env.closed is not True after close()")
+
+
+def _checked_step(env: VectorEnv, a: Any, t: int, n: int) -> np.ndarray:
+    """Step ``env`` with ``a``: five values, rewards and flags of the right shape and dtype
+    (rewards finite); the observation."""
+    result = env.step(a)
+    if len(result) != 5:
+        raise _Fail("step", f"step returned {len(result)} values, not 5")
+    obs, reward, terminated, truncated, _ = result
+    want = np.dtype(getattr(env, "reward_dtype", np.float32))  # the constructor's
+    if reward.shape != (n,) or reward.dtype != want:
+        raise _Fail("step_envs", f"reward at step {t} has shape {reward.shape} and "
+                    f"dtype {reward.dtype}; expected ({n},) {want}")
+    if not np.isfinite(reward).all():
+        raise _Fail("step_envs", f"NaN or inf reward at step {t}, env indices "
+                    f"{np.flatnonzero(~np.isfinite(reward))[:10].tolist()}")
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if flag.shape != (n,) or flag.dtype != np.bool_:
+            raise _Fail("step_envs", f"{name} at step {t} has shape {flag.shape} and "
+                        f"dtype {flag.dtype}; expected ({n},) bool")
+    return obs
+
+
+def _check_observation_form(env: Any, obs: Any, t: int, n: int) -> None:
+    """``obs`` (step ``t``'s) is an array of the space's shape and dtype, inside the space."""
+    single = env.single_observation_space
+    expected = (n, *single.shape)
+    if not isinstance(obs, np.ndarray) or obs.shape != expected or obs.dtype != single.dtype:
+        raise _Fail("observe", f"observation at step {t} has shape {np.shape(obs)} and "
+                    f"dtype {getattr(obs, 'dtype', None)}; expected {expected} "
+                    f"{single.dtype}")
+    if obs not in env.observation_space:
+        raise _Fail("observe", f"observation at step {t} is outside "
+                    f"observation_space ({single} per env)")
 
 
 def check_reproducible(c: _Context) -> None:
@@ -669,6 +682,20 @@ def check_bad_inputs(c: _Context) -> None:
     env.reset(seed=c.seed)
     _rollout(env, c.actions(env, 4))
     before = env.unwrapped.get_state()
+    for what, call, error, text in _bad_calls(c, env):
+        _check_refused(what, call, error, text)
+        if not _records_equal(env.unwrapped.get_state(), before):
+            raise _Fail("step/reset", f"{what}: the rejected call changed the state: "
+                        f"{_state_diff(before, env.unwrapped.get_state())}")
+    env.close()
+    _check_closed(env, a)
+    env.close()  # closing twice is fine
+
+
+def _bad_calls(c: _Context, env: VectorEnv
+               ) -> list[tuple[str, Callable[[], Any], type[Exception], str]]:
+    """Calls ``env`` must refuse: (what, the call, the error expected, text it must say)."""
+    n = c.num_envs
     bad_seeds: list[tuple[Any, type[Exception]]] = [
         (-1, ValueError), (2**63, ValueError), (1.5, TypeError), (True, TypeError),
         ("7", TypeError), ([1, 2], ValueError), ([1, -2] + [None] * (n - 2), ValueError)]
@@ -686,22 +713,27 @@ def check_bad_inputs(c: _Context) -> None:
               for s, err in bad_seeds]
     calls += [(f"options={o!r}", functools.partial(env.reset, options=o), err, "")
               for o, err in bad_options]
-    for what, call, error, text in calls:
-        try:
-            call()
-        except error as e:
-            if text not in str(e) or (what.startswith("actions") and "action" not in str(e)):
-                raise _Fail("step/reset", f"{what}: the error does not say {text!r}: "
-                            f"{e}") from None
-        except Exception as e:  # noqa: BLE001 - reported as the failure it is
-            raise _Fail("step/reset", f"{what}: raised {type(e).__name__} ({e}), expected "
-                        f"{error.__name__}") from None
-        else:
-            raise _Fail("step/reset", f"{what} was accepted; expected {error.__name__}")
-        if not _records_equal(env.unwrapped.get_state(), before):
-            raise _Fail("step/reset", f"{what}: the rejected call changed the state: "
-                        f"{_state_diff(before, env.unwrapped.get_state())}")
-    env.close()
+    return calls
+
+
+def _check_refused(what: str, call: Callable[[], Any], error: type[Exception],
+                   text: str) -> None:
+    """``call`` raises ``error`` saying ``text`` (and "action", for an action)."""
+    try:
+        call()
+    except error as e:
+        if text not in str(e) or (what.startswith("actions") and "action" not in str(e)):
+            raise _Fail("step/reset", f"{what}: the error does not say {text!r}: "
+                        f"{e}") from None
+    except Exception as e:  # noqa: BLE001 - reported as the failure it is
+        raise _Fail("step/reset", f"{what}: raised {type(e).__name__} ({e}), expected "
+                    f"{error.__name__}") from None
+    else:
+        raise _Fail("step/reset", f"{what} was accepted; expected {error.__name__}")
+
+
+def _check_closed(env: Any, a: Any) -> None:
+    """step, reset and get_state of the closed ``env`` raise ClosedEnvError."""
     for what, call in (("step", functools.partial(env.step, a)), ("reset", env.reset),
                        ("get_state", env.unwrapped.get_state)):
         try:
@@ -710,7 +742,6 @@ def check_bad_inputs(c: _Context) -> None:
             pass
         else:
             raise _Fail("close", f"{what} after close must raise ClosedEnvError")
-    env.close()  # closing twice is fine
 
 
 def check_render(c: _Context) -> None:
@@ -766,32 +797,7 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
         "HumanRendering": "opens a window",
     }
     if isinstance(obs, spaces.Box):
-        use.update({
-            "TransformObservation": lambda e: vw.TransformObservation(e, lambda o: o * 2),
-            "NormalizeObservation": vw.NormalizeObservation,
-            "DtypeObservation": lambda e: vw.DtypeObservation(e, np.float64),
-            "FlattenObservation": vw.FlattenObservation,
-            "ReshapeObservation": lambda e: vw.ReshapeObservation(e, (int(np.prod(obs.shape)),)),
-        })
-        if obs.dtype.kind != "f":
-            why["RescaleObservation"] = (f"{obs.dtype} observations: it keeps the dtype, which "
-                                         f"cannot hold [-2, 2] rescaled values (apply "
-                                         f"DtypeObservation(float32) first)")
-        elif not obs.is_bounded():
-            why["RescaleObservation"] = "the observation Box is unbounded"
-        else:
-            use["RescaleObservation"] = lambda e: vw.RescaleObservation(e, -2.0, 2.0)
-        rgb = obs.dtype == np.uint8 and len(obs.shape) == 3 and obs.shape[2] == 3
-        if rgb and (obs.low == 0).all() and (obs.high == 255).all():
-            use["GrayscaleObservation"] = vw.GrayscaleObservation
-        elif rgb:  # a small (H, W, 3) uint8 grid of other values: not an image
-            why["GrayscaleObservation"] = (
-                f"needs RGB observations bounded 0 to 255; these (H, W, 3) uint8 ones are "
-                f"bounded {obs.low.min()} to {obs.high.max()}, so they are not RGB images")
-        else:
-            why["GrayscaleObservation"] = "needs uint8 (H, W, 3) RGB observations"
-        why["ResizeObservation"] = ("needs image observations and opencv" if len(obs.shape) >= 2
-                                    else "needs image observations")
+        _box_observation_wrappers(obs, use, why)
     else:
         for name in ("TransformObservation", "NormalizeObservation", "DtypeObservation",
                      "FlattenObservation", "ReshapeObservation", "RescaleObservation",
@@ -799,6 +805,64 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
             why[name] = f"needs a Box observation space, not {type(obs).__name__}"
     why["VectorizeTransformObservation"] = ("wraps one env per row: covered by "
                                             "TransformObservation")
+    _action_wrappers(act, use, why)
+    _conversion_wrappers(use, why)
+    return use, why
+
+
+def _box_observation_wrappers(obs: spaces.Box, use: dict[str, Callable],
+                              why: dict[str, str]) -> None:
+    """The observation wrappers of a Box observation space, into ``use`` or ``why``."""
+    use.update({
+        "TransformObservation": lambda e: vw.TransformObservation(e, lambda o: o * 2),
+        "NormalizeObservation": vw.NormalizeObservation,
+        "DtypeObservation": lambda e: vw.DtypeObservation(e, np.float64),
+        "FlattenObservation": vw.FlattenObservation,
+        "ReshapeObservation": lambda e: vw.ReshapeObservation(e, (int(np.prod(obs.shape)),)),
+    })
+    if int(np.prod(obs.shape)) == 1 and _scalar_from_one_element():
+        del use["DtypeObservation"]
+        why["DtypeObservation"] = (f"it casts each env's observation with np.float64(obs), "
+                                   f"which numpy {np.__version__} turns into a scalar when "
+                                   f"the observation has one element")
+    if obs.dtype.kind != "f":
+        why["RescaleObservation"] = (f"{obs.dtype} observations: it keeps the dtype, which "
+                                     f"cannot hold [-2, 2] rescaled values (apply "
+                                     f"DtypeObservation(float32) first)")
+    elif not obs.is_bounded():
+        why["RescaleObservation"] = "the observation Box is unbounded"
+    else:
+        use["RescaleObservation"] = lambda e: vw.RescaleObservation(e, -2.0, 2.0)
+    _image_wrappers(obs, use, why)
+
+
+@functools.cache
+def _scalar_from_one_element() -> bool:
+    """Whether this numpy's ``np.float64(array)`` returns a scalar for a one-element array
+    (numpy 2.2 does, with a DeprecationWarning; 2.4 returns an array, which Gymnasium's
+    DtypeObservation relies on)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return np.ndim(np.float64(np.zeros(1))) == 0
+
+
+def _image_wrappers(obs: spaces.Box, use: dict[str, Callable], why: dict[str, str]) -> None:
+    """GrayscaleObservation and ResizeObservation for a Box observation space."""
+    rgb = obs.dtype == np.uint8 and len(obs.shape) == 3 and obs.shape[2] == 3
+    if rgb and (obs.low == 0).all() and (obs.high == 255).all():
+        use["GrayscaleObservation"] = vw.GrayscaleObservation
+    elif rgb:  # a small (H, W, 3) uint8 grid of other values: not an image
+        why["GrayscaleObservation"] = (
+            f"needs RGB observations bounded 0 to 255; these (H, W, 3) uint8 ones are "
+            f"bounded {obs.low.min()} to {obs.high.max()}, so they are not RGB images")
+    else:
+        why["GrayscaleObservation"] = "needs uint8 (H, W, 3) RGB observations"
+    why["ResizeObservation"] = ("needs image observations and opencv" if len(obs.shape) >= 2
+                                else "needs image observations")
+
+
+def _action_wrappers(act: gym.Space, use: dict[str, Callable], why: dict[str, str]) -> None:
+    """The action wrappers of the action space ``act``, into ``use`` or ``why``."""
     if isinstance(act, spaces.Box):
         use["ClipAction"] = vw.ClipAction
         use["TransformAction"] = lambda e: vw.TransformAction(e, lambda a: a)
@@ -810,6 +874,11 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
         for name in ("ClipAction", "TransformAction", "RescaleAction"):
             why[name] = f"needs a Box action space, not {type(act).__name__}"
     why["VectorizeTransformAction"] = "wraps one env per row: covered by TransformAction"
+
+
+def _conversion_wrappers(use: dict[str, Callable], why: dict[str, str]) -> None:
+    """The array-conversion wrappers (torch's when imported; jax's never), into ``use`` or
+    ``why``."""
     if "torch" in sys.modules:
         use["NumpyToTorch"] = vw.NumpyToTorch
     elif importlib.util.find_spec("torch") is None:
@@ -819,7 +888,6 @@ def _wrappers(env: VectorEnv) -> tuple[dict[str, Callable], dict[str, str]]:
                                "before check_env to include this wrapper")
     for name in ("ArrayConversion", "JaxToNumpy", "JaxToTorch"):
         why[name] = "needs jax (an env computing with jax arrays)"
-    return use, why
 
 
 _GYMNASIUM_DIR = os.path.dirname(gym.__file__)
@@ -853,40 +921,54 @@ def _check_wrappers(c: _Context) -> None:
         raw.reset(seed=c.seed)
         actions = c.actions(raw, c.horizon + 2)
         if name == "NumpyToTorch":
-            import torch
-
-            for a in actions[:3]:
-                obs, reward, *_ = env.step(torch.as_tensor(a))
-                if not isinstance(obs, torch.Tensor) or reward.shape != (n,):
-                    raise _Fail("the env's spaces", f"{name}: bad outputs")
+            _check_torch_outputs(env, actions, n)
             continue
-        length, ret = np.zeros(n, dtype=np.int64), np.zeros(n)
-        pending = np.zeros(n, dtype=bool)
-        for t, a in enumerate(actions):
-            obs, reward, terminated, truncated, info = env.step(a)
-            _, raw_reward, raw_te, raw_tr, _ = raw.step(a)
-            length[pending], ret[pending] = 0, 0.0  # NEXT_STEP: this step was the reset
-            length[~pending] += 1
-            ret += raw_reward
-            pending = raw_te | raw_tr
-            if name == "RecordEpisodeStatistics" and pending.any():
-                ep = info["episode"]
-                if not (_same(ep["l"][pending], length[pending])
-                        and np.allclose(ep["r"][pending], ret[pending], rtol=1e-6)):
-                    raise _Fail("step", f"{name}: episode lengths or returns at step {t} "
-                                f"differ from the counted ones")
-            if not (_same(terminated, raw_te) and _same(truncated, raw_tr)):
-                raise _Fail("the env's spaces", f"{name}: flags differ from the unwrapped env "
-                            f"at step {t}")
-            if name not in ("NormalizeObservation", "TransformObservation") \
-                    and obs not in env.observation_space:
-                raise _Fail("the env's spaces", f"{name}: observation outside the wrapped "
-                            f"observation space at step {t}")
+        reward, raw_reward, info = _check_wrapped_steps(name, env, raw, actions, n)
         if name == "TransformReward" and not _same(reward, 2 * raw_reward):
             raise _Fail("step", f"{name}: rewards were not transformed")
         if name == "DictInfoToList" and not (isinstance(info, list) and len(info) == n):
             raise _Fail("step", f"{name}: info is not a list of {n} dicts")
         env.close()
+
+
+def _check_torch_outputs(env: VectorEnv, actions: list[Any], n: int) -> None:
+    """NumpyToTorch: a few steps give a tensor observation and ``n`` rewards."""
+    import torch
+
+    for a in actions[:3]:
+        obs, reward, *_ = env.step(torch.as_tensor(a))
+        if not isinstance(obs, torch.Tensor) or reward.shape != (n,):
+            raise _Fail("the env's spaces", "NumpyToTorch: bad outputs")
+
+
+def _check_wrapped_steps(name: str, env: VectorEnv, raw: VectorEnv, actions: list[Any],
+                         n: int) -> tuple[Any, Any, Any]:
+    """Step the wrapped ``env`` and the unwrapped ``raw`` side by side: the same flags,
+    observations inside the wrapped space, RecordEpisodeStatistics' episodes as counted.
+    Returns the last step's reward, raw reward and info."""
+    length, ret = np.zeros(n, dtype=np.int64), np.zeros(n)
+    pending = np.zeros(n, dtype=bool)
+    for t, a in enumerate(actions):
+        obs, reward, terminated, truncated, info = env.step(a)
+        _, raw_reward, raw_te, raw_tr, _ = raw.step(a)
+        length[pending], ret[pending] = 0, 0.0  # NEXT_STEP: this step was the reset
+        length[~pending] += 1
+        ret += raw_reward
+        pending = raw_te | raw_tr
+        if name == "RecordEpisodeStatistics" and pending.any():
+            ep = info["episode"]
+            if not (_same(ep["l"][pending], length[pending])
+                    and np.allclose(ep["r"][pending], ret[pending], rtol=1e-6)):
+                raise _Fail("step", f"{name}: episode lengths or returns at step {t} "
+                            f"differ from the counted ones")
+        if not (_same(terminated, raw_te) and _same(truncated, raw_tr)):
+            raise _Fail("the env's spaces", f"{name}: flags differ from the unwrapped env "
+                        f"at step {t}")
+        if name not in ("NormalizeObservation", "TransformObservation") \
+                and obs not in env.observation_space:
+            raise _Fail("the env's spaces", f"{name}: observation outside the wrapped "
+                        f"observation space at step {t}")
+    return reward, raw_reward, info
 
 
 #: Every check, in the order they run: (name, method to look at by default, hint, function).
@@ -923,6 +1005,8 @@ CHECKS: list[tuple[str, str, str, Callable[[_Context], None]]] = [
     ("wrappers", "single_observation_space / single_action_space", "the spaces must be "
      "exact: wrappers build on them", check_wrappers),
     ("render", "render_envs", "one frame per row of s", check_render),
+    ("two_forms", "step_env / reset_env / observe_env", two_forms.HINT,
+     two_forms.check_two_forms),
 ]
 
 

@@ -124,7 +124,8 @@ def daylight(step: int) -> float:
 
 @perenv.rule(inline=False)
 def sign(v: int) -> int:
-    return (v > 0) - (v < 0)
+    # (int(...): numpy refuses to subtract its bools, so the Python form would raise)
+    return int(v > 0) - int(v < 0)
 
 
 @perenv.rule(inline=False)

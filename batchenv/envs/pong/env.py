@@ -303,24 +303,32 @@ class BatchPong(BatchEnv[PongState]):
         self._ended = np.zeros(n if self.frameskip > 1 else 0, dtype=np.bool_)  # frameskip
         self._render_raster: Raster | None = None
 
+    @property
+    def ball_x_low(self) -> float:
+        """Smallest ball x of any state: a ball in play is between the paddles' planes
+        (``left_plane <= x <= right_plane``), and the step that ends a game moves its missed
+        ball on in each of its frames, up to ``frameskip * ball_speed`` past a plane (0 and
+        width-1 by default)."""
+        return self.params.left_plane - self.frameskip * self.params.ball_speed
+
+    @property
+    def ball_x_high(self) -> float:
+        return self.params.right_plane + self.frameskip * self.params.ball_speed
+
     def check_state(self, states: np.ndarray) -> dict[str, np.ndarray]:
-        """What :meth:`set_state` rejects besides NaN/inf: a ball or paddle off the court,
-        scores outside [0, points_to_win], sticky actions outside the action space."""
+        """What :meth:`set_state` refuses besides NaN/inf and the schema's ranges (the court,
+        the speeds, the scores, the sticky actions): in a game not awaiting its reset, a
+        ball outside the paddles' planes (``ball_x`` outside ``[left_plane,
+        right_plane]``: the schema's range also holds a game's final state, whose missed
+        ball may be past them) or a score of ``points_to_win`` (its next step could score
+        past it)."""
         p = self.params
-        n_actions = 3  # Discrete(3) per paddle, in every mode
-
-        def outside(name: str, low: float, high: float) -> tuple[str, np.ndarray]:
-            return field_outside(states, name, low, high)
-
-        return dict([
-            outside("ball_x", 0, p.width - 1), outside("ball_y", 0, p.top_wall),
-            outside("ball_vx", -p.ball_speed, p.ball_speed),
-            outside("left_y", p.paddle_min, p.paddle_max),
-            outside("right_y", p.paddle_min, p.paddle_max),
-            outside("ball_vy", -p.max_ball_vy, p.max_ball_vy),
-            outside("score_left", 0, p.points_to_win), outside("score_right", 0, p.points_to_win),
-            outside("action_left", 0, n_actions - 1), outside("action_right", 0, n_actions - 1),
-        ])
+        playing = ~states["awaiting_reset"]
+        where, off = field_outside(states, "ball_x", p.left_plane, p.right_plane)
+        won = (states["score_left"] >= p.points_to_win) | (states["score_right"] >= p.points_to_win)
+        return {f"{where} in a game not awaiting its reset": off & playing,
+                f"a score of points_to_win={p.points_to_win} in a game not awaiting its "
+                f"reset": won & playing}
 
     def _scale(self, raw: np.ndarray) -> np.ndarray:
         return raw * self._obs_scale + self._obs_offset

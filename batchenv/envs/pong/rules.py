@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
@@ -22,7 +23,7 @@ except ImportError:  # numpy < 2
     from numpy.core.umath import clip as _clip  # type: ignore[no-redef]
 
 from batchenv.random import BatchRandom
-from batchenv.state import Field, State, fields_view
+from batchenv.state import Field, Range, State, fields_view
 
 __all__ = ["PongState", "PongParams", "PongConstants", "NOOP", "UP", "DOWN", "move_paddle",
            "track_ball", "keep_on_court", "move_ball", "ball_off_court", "reflect_off_walls",
@@ -45,18 +46,31 @@ PADDLE_FIELDS = ("left_y", "right_y")
 
 
 class PongState(State):
-    """One game per row (``BatchPong.state_dtype`` is made from these annotations)."""
+    """One game per row (``BatchPong.state_dtype`` is made from these annotations). The
+    ranges are the court and the rules' bounds (``BatchPong.params``): every state inside
+    them steps safely in both kernel forms (tests/test_pong_ranges.py)."""
 
-    ball_x: Field[np.float32]  # column of the ball centre, [0, width-1]
-    ball_y: Field[np.float32]  # row of the ball centre, [0, height-1], y downwards
-    ball_vx: Field[np.float32]  # cells per step, +-ball_speed
-    ball_vy: Field[np.float32]  # cells per step, [-max_ball_vy, max_ball_vy]
-    left_y: Field[np.float32]  # agent paddle centre row, [paddle_min, paddle_max]
-    right_y: Field[np.float32]  # CPU paddle centre row
-    score_left: Field[np.int8]  # points won by the agent
-    score_right: Field[np.int8]  # points won by the CPU
-    action_left: Field[np.int8]  # last action applied to the left paddle (sticky actions)
-    action_right: Field[np.int8]  # same, right paddle (two_player, rally)
+    # column of the ball centre, [1, width-2] in play (check_state), up to frameskip *
+    # ball_speed past that in a game's final state: [0, width-1] by default
+    ball_x: Annotated[Field[np.float32], Range("ball_x_low", "ball_x_high")]
+    # row of the ball centre, [0, top_wall], y downwards
+    ball_y: Annotated[Field[np.float32], Range(0, "params.top_wall")]
+    # cells per step, +-ball_speed
+    ball_vx: Annotated[Field[np.float32], Range("-params.ball_speed", "params.ball_speed")]
+    # cells per step, [-max_ball_vy, max_ball_vy]
+    ball_vy: Annotated[Field[np.float32], Range("-params.max_ball_vy", "params.max_ball_vy")]
+    # agent paddle centre row, [paddle_min, paddle_max]
+    left_y: Annotated[Field[np.float32], Range("params.paddle_min", "params.paddle_max")]
+    # CPU paddle centre row
+    right_y: Annotated[Field[np.float32], Range("params.paddle_min", "params.paddle_max")]
+    # points won by the agent
+    score_left: Annotated[Field[np.int8], Range(0, "params.points_to_win")]
+    # points won by the CPU
+    score_right: Annotated[Field[np.int8], Range(0, "params.points_to_win")]
+    # last action applied to the left paddle (sticky actions): Discrete(3)
+    action_left: Annotated[Field[np.int8], Range(0, 2)]
+    # same, right paddle (two_player, rally)
+    action_right: Annotated[Field[np.int8], Range(0, 2)]
 
 
 @dataclass(frozen=True)
