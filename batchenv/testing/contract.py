@@ -35,6 +35,7 @@ from gymnasium.wrappers import vector as vw
 from batchenv.core import BatchEnv, ClosedEnvError, StepBeforeResetError, enable_debug
 from batchenv.debug import KERNELS, KernelError
 from batchenv.testing import two_forms
+from batchenv.testing._findings import _Fail
 
 __all__ = ["check_env", "contract_checks", "ContractError", "ContractReport", "ContractCheck",
            "CHECKS"]
@@ -89,14 +90,6 @@ class ContractReport:
                  f"{self.seconds:.1f} s ({', '.join(self.passed)})"]
         lines += [f"  not applicable: {what}: {why}" for what, why in self.skipped.items()]
         return "\n".join(lines)
-
-
-class _Fail(Exception):
-    """A check's own finding, with the method to look at (and a hint, if not the check's)."""
-
-    def __init__(self, method: str, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.method, self.hint = method, hint
 
 
 def _indent(text: str) -> str:

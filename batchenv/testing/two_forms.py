@@ -16,16 +16,14 @@ It runs :data:`ENVS` envs for up to :data:`STEPS` steps: the Python form is slow
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from batchenv._loops import PerEnvForm, author_frame
 from batchenv.debug import DebugForm
 from batchenv.state import State, put_rows, take_rows
-
-if TYPE_CHECKING:
-    from batchenv.testing.contract import _Context
+from batchenv.testing._findings import _Fail
 
 __all__ = ["check_two_forms", "ENVS", "STEPS", "HINT"]
 
@@ -50,11 +48,9 @@ class Divergence(Exception):
         self.kernel = kernel
 
 
-def check_two_forms(c: _Context) -> None:
+def check_two_forms(c: Any) -> None:  # c: check_env's context (contract._Context)
     """The compiled loop and the Python form, from the same states with the same actions:
     every reset, step and observation equal (floats equal or both NaN)."""
-    from batchenv.testing.contract import _Fail
-
     env = c.make(ENVS)
     try:
         inner = env.unwrapped
@@ -76,7 +72,7 @@ def check_two_forms(c: _Context) -> None:
 Run = Callable[[PerEnvForm, State, np.ndarray], None]
 
 
-def _compare(c: _Context, env: Any, inner: Any, compiled: PerEnvForm,
+def _compare(c: Any, env: Any, inner: Any, compiled: PerEnvForm,
              python: PerEnvForm) -> None:
     """Both forms in step: a reset of every row, then steps, each followed by a reset of
     the rows whose episode ended and an observation of every row."""
