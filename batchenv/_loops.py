@@ -312,7 +312,7 @@ class PerEnvForm(KernelForm):
         self.scratch = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
                         np.zeros(n, dtype=np.bool_))
         self._workers: Workers | None = None
-        self._single: list[Any] | None = None  # step_one's arguments and calls
+        self._single: _SingleCall | None = None  # step_one's arguments and calls
         self._bounds: dict[tuple[int, int], list[int]] = {}
 
     # -------------------------------------------------------------- arguments
@@ -487,10 +487,10 @@ class PerEnvForm(KernelForm):
         """Every row reset (its step count and ``awaiting_reset`` cleared) and observed
         into ``out``: each env's pass does both (op 4 with every row chosen)."""
         one = self._single  # a single env's: through its table of pointers, when made
-        if one is not None and one[11] is not None and s is one[0] and out is one[1] \
-                and not self.params_stale:
+        if one is not None and one.reset_call is not None and s is one.state \
+                and out is one.obs_buffer and not self.params_stale:
             with writable(out):
-                one[11]()
+                one.reset_call()
             return
         with writable(out):
             self._op(env, RESET_OBSERVE, s, out, self._rows(len(s)))
@@ -546,48 +546,22 @@ class PerEnvForm(KernelForm):
         loop is called through a table of pointers (:mod:`batchenv._one`), when it can
         be: a compile of a small wrapper, which pays for an env that keeps stepping."""
         one = self._single
-        if one is None or self.params_stale or one[0] is not env.state \
-                or one[1] is not env._obs or one[2] is not env.max_episode_steps:
-            one = self._single = self._single_args(env)
-        reward, terminated, truncated = one[5]
-        one[4][0] = action
+        if one is None or self.params_stale or not one.made_for(env):
+            one = self._single = _SingleCall(self, env)
+        one.action[0] = action
         env._phase[0] = "step"  # (an error from the kernels leaves the env half-stepped)
-        if one[9]:
-            one[3]()
+        if one.obs_writable:
+            one.call()
         else:  # (a canvas handed out read-only: writable for the call)
-            with writable(one[1]):
-                one[3]()
-        one[7] -= 1
-        if one[7] == 0 and self.kind != "python":
-            from batchenv._one import pointer_call
-
-            call = pointer_call(self.loops, self.loops.run, one[8])
-            if call is not None:  # (and the same for a full reset: op 4, every row)
-                one[3] = call
-                args = one[8]
-                one[11] = pointer_call(self.loops, self.loops.run,
-                                       (*args[:2], RESET_OBSERVE, *args[3:11], 0, *args[12:]))
+            with writable(env._obs):
+                one.call()
+        one.to_pointers -= 1
+        if one.to_pointers == 0 and self.kind != "python":
+            one.use_pointers(self)
+        reward, terminated, truncated = one.outputs
         info: dict[str, Any] = env._field_info({}) if env._info_fields else {}
-        return one[10].copy(), reward.item(), terminated.item(), truncated.item(), info
+        return one.obs.copy(), reward.item(), terminated.item(), truncated.item(), info
 
-    def _single_args(self, env: Any) -> list[Any]:
-        rows = self.actions.buffer
-        buffer = rows if rows is not None else np.zeros(1, dtype=np.int64)
-        outputs = (np.zeros(1, dtype=env._reward.dtype), np.zeros(1, dtype=np.bool_),
-                   np.zeros(1, dtype=np.bool_))
-        limit = env.max_episode_steps
-        args = (self.params(env), self.fields(env.state), STEP, self.every[:1], buffer,
-                self.actions.low, self.actions.high, *outputs, env._obs,
-                _MODES[AutoresetMode.DISABLED], NO_LIMIT if limit is None else limit, 0)
-        if self.kind == "python":
-            run: Callable[..., Any] = functools.partial(self._run, 1, args)
-        else:  # (compiled since the first reset; the action's range was checked)
-            run = functools.partial(self.loops.run_for(args), *args, 0, 1)
-        # [what it was made for (3), the call, the action, the outputs, the dispatcher's
-        # call, steps to the pointer call, its arguments, obs writable, env 0's obs, the
-        # pointer call of a full reset]
-        return [env.state, env._obs, limit, run, buffer, outputs, run, ONE_WARMUP,
-                (*args, 0, 1), env._obs.flags.writeable, env._obs[0], None]
     def _same_step_resets(self, env: Any, args: tuple[Any, ...], obs: np.ndarray,
                           terminated: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
         """SAME_STEP: the envs that ended, observed as they ended, then a new episode each."""
@@ -601,6 +575,48 @@ class PerEnvForm(KernelForm):
         self._run(env.num_envs, (*args[:2], RESET_OBSERVE, ended, *args[4:], 0))
         return {"final_obs": final_obs, "_final_obs": ended, "final_info": final_info,
                 "_final_info": ended.copy()}
+
+
+class _SingleCall:
+    """:meth:`PerEnvForm.step_one`'s call of the loop over a batch of one: its arguments
+    made once, for one state, observation buffer and time limit; after
+    :data:`ONE_WARMUP` steps the same loop through a table of pointers."""
+
+    def __init__(self, form: PerEnvForm, env: Any) -> None:
+        rows = form.actions.buffer
+        self.action = rows if rows is not None else np.zeros(1, dtype=np.int64)
+        self.outputs = (np.zeros(1, dtype=env._reward.dtype), np.zeros(1, dtype=np.bool_),
+                        np.zeros(1, dtype=np.bool_))
+        self.state, self.obs_buffer, self.limit = env.state, env._obs, env.max_episode_steps
+        self.obs = env._obs[0]  # env 0's observation, copied out after each step
+        self.obs_writable = env._obs.flags.writeable
+        self.args = (form.params(env), form.fields(env.state), STEP, form.every[:1],
+                     self.action, form.actions.low, form.actions.high, *self.outputs,
+                     env._obs, _MODES[AutoresetMode.DISABLED],
+                     NO_LIMIT if self.limit is None else self.limit, 0, 0, 1)
+        self.call: Callable[[], Any]
+        if form.kind == "python":
+            self.call = functools.partial(form._run, 1, self.args[:-2])
+        else:  # (compiled since the first reset; the action's range was checked)
+            self.call = functools.partial(form.loops.run_for(self.args), *self.args)
+        self.reset_call: Callable[[], Any] | None = None  # a full reset, by pointers
+        self.to_pointers = ONE_WARMUP  # steps before the pointer call is made
+
+    def made_for(self, env: Any) -> bool:
+        return (self.state is env.state and self.obs_buffer is env._obs
+                and self.limit is env.max_episode_steps)
+
+    def use_pointers(self, form: PerEnvForm) -> None:
+        """Step (and fully reset) through a table of pointers, where it can be made."""
+        from batchenv._one import pointer_call
+
+        call = pointer_call(form.loops, form.loops.run, self.args)
+        if call is not None:
+            self.call = call
+            args = self.args
+            self.reset_call = pointer_call(form.loops, form.loops.run,
+                                           (*args[:2], RESET_OBSERVE, *args[3:11], 0,
+                                            *args[12:]))
 
 
 def _contiguous(view: np.ndarray) -> np.ndarray:
