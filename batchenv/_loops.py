@@ -41,6 +41,9 @@ TEMPLATE = Path(__file__).with_name("_loops_template.py")
 STEP, RESET, OBSERVE, STEP_ONLY, RESET_OBSERVE = range(5)
 #: ``max_steps`` of an env without a time limit (never reached).
 NO_LIMIT = 2**62
+#: The dtype of the rewards the compiled loop writes, whatever `reward_dtype` an env returns:
+#: one compile of a class serves both (a single env returns float64, a batch float32).
+LOOP_REWARD = np.dtype(np.float64)
 #: Steps of a single env before its loop is called through a table of pointers
 #: (:meth:`PerEnvForm.step_one`): a short-lived env never pays for that compile.
 ONE_WARMUP = 64
@@ -309,8 +312,11 @@ class PerEnvForm(KernelForm):
         # the observation of the operations that write none (never indexed), and their
         # rewards and flags (op 1 and 2 write neither)
         self.no_obs = np.zeros((1, *env._obs.shape[1:]), dtype=env._obs.dtype)
-        self.scratch = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
+        self.scratch = (np.zeros(n, dtype=LOOP_REWARD), np.zeros(n, dtype=np.bool_),
                         np.zeros(n, dtype=np.bool_))
+        # the loop's rewards, when the env returns another dtype (converted after the pass)
+        self.loop_reward = (None if env._reward.dtype == LOOP_REWARD
+                            else np.zeros(n, dtype=LOOP_REWARD))
         self._workers: Workers | None = None
         self._single: _SingleCall | None = None  # step_one's arguments and calls
         self._bounds: dict[tuple[int, int], list[int]] = {}
@@ -472,7 +478,7 @@ class PerEnvForm(KernelForm):
     def step_envs(self, env: Any, s: State, action: np.ndarray, rng: Any
                   ) -> tuple[np.ndarray, np.ndarray]:
         n = len(s)
-        outputs = (np.zeros(n, dtype=env._reward.dtype), np.zeros(n, dtype=np.bool_),
+        outputs = (np.zeros(n, dtype=LOOP_REWARD), np.zeros(n, dtype=np.bool_),
                    np.zeros(n, dtype=np.bool_))
         self._op(env, STEP_ONLY, s, self.no_obs, self._rows(n), outputs,
                  self.actions.loop_form(action))
@@ -511,8 +517,9 @@ class PerEnvForm(KernelForm):
             obs, reward, terminated, truncated = (env._obs, env._reward, env._terminated,
                                                   env._truncated)
         limit = env.max_episode_steps
+        loop_reward = reward if self.loop_reward is None else self.loop_reward
         args = (self.params(env), self.fields(env.state), STEP, self.every, a,
-                self.actions.low, self.actions.high, reward, terminated, truncated, obs,
+                self.actions.low, self.actions.high, loop_reward, terminated, truncated, obs,
                 _MODES[env.autoreset_mode], NO_LIMIT if limit is None else limit)
         with writable(obs):
             env._phase[0] = "step"  # (an error from the kernels leaves the batch half-stepped)
@@ -526,6 +533,8 @@ class PerEnvForm(KernelForm):
             if bad >= 0:
                 env._phase[0] = None
                 self.actions.refuse(env, actions, bad)
+            if self.loop_reward is not None:
+                np.copyto(reward, loop_reward, casting="same_kind")
             info: dict[str, Any] = {}
             if env.autoreset_mode is AutoresetMode.SAME_STEP:
                 info = self._same_step_resets(env, args, obs, terminated, truncated)
@@ -560,7 +569,8 @@ class PerEnvForm(KernelForm):
             one.use_pointers(self)
         reward, terminated, truncated = one.outputs
         info: dict[str, Any] = env._field_info({}) if env._info_fields else {}
-        return one.obs.copy(), reward.item(), terminated.item(), truncated.item(), info
+        r = reward.item() if self.loop_reward is None else float(env._reward.dtype.type(reward[0]))
+        return one.obs.copy(), r, terminated.item(), truncated.item(), info
 
     def _same_step_resets(self, env: Any, args: tuple[Any, ...], obs: np.ndarray,
                           terminated: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
@@ -585,7 +595,7 @@ class _SingleCall:
     def __init__(self, form: PerEnvForm, env: Any) -> None:
         rows = form.actions.buffer
         self.action = rows if rows is not None else np.zeros(1, dtype=np.int64)
-        self.outputs = (np.zeros(1, dtype=env._reward.dtype), np.zeros(1, dtype=np.bool_),
+        self.outputs = (np.zeros(1, dtype=LOOP_REWARD), np.zeros(1, dtype=np.bool_),
                         np.zeros(1, dtype=np.bool_))
         self.state, self.obs_buffer, self.limit = env.state, env._obs, env.max_episode_steps
         self.obs = env._obs[0]  # env 0's observation, copied out after each step
@@ -625,11 +635,14 @@ def _contiguous(view: np.ndarray) -> np.ndarray:
     makes it contiguous; the kernels index envs below ``num_envs`` only."""
     if view.flags.c_contiguous or view.ndim < 2:
         return view
-    row = view.strides[-2] // view.itemsize
-    if view.strides[-1] != view.itemsize or view.strides[-2] % view.itemsize or row < \
-            view.shape[-1]:
+    item = view.itemsize
+    # (the stride of an axis of one env is never used: numpy leaves it at the block's)
+    last = view.strides[-1] if view.shape[-1] > 1 else item
+    row = view.strides[-2] // item
+    if last != item or view.strides[-2] % item or row < view.shape[-1]:
         return view
-    padded = np.lib.stride_tricks.as_strided(view, (*view.shape[:-1], row), view.strides)
+    padded = np.lib.stride_tricks.as_strided(view, (*view.shape[:-1], row),
+                                             (*view.strides[:-1], item))
     return padded if padded.flags.c_contiguous else view
 
 

@@ -25,3 +25,32 @@ def long_run_kernels(request: pytest.FixtureRequest) -> str:
     if request.param == "numba":
         pytest.importorskip("numba")
     return request.param
+
+
+# ---------------------------------------------------------------- one worker per env class
+# The names by which a test's id names a class with per-env kernels, the most specific
+# first, and the group each gives (normalized ids: lower case, without "-", "_" and "/").
+_CLASS_GROUPS = (
+    ("seaquest", "Seaquest"), ("asterix", "Asterix"), ("breakout", "Breakout"),
+    ("freeway", "Freeway"), ("spaceinvaders", "SpaceInvaders"), ("crafter", "Crafter"),
+    ("asteroids", "Asteroids"), ("pongperenv", "PongNumba"), ("pongranges", "PongNumba"),
+    ("pongnumba", "PongNumba"), ("blockedunlockpickup", "BlockedUnlockPickup"),
+    ("unlockpickup", "UnlockPickup"), ("unlock", "Unlock"), ("doorkey", "DoorKey"),
+    ("fourrooms", "FourRooms"), ("multiroom", "MultiRoom"), ("keycorridor", "KeyCorridor"),
+    ("lavagap", "LavaGap"), ("crossing", "Crossing"), ("dynamicobstacles", "DynamicObstacles"),
+    ("minigridempty", "Empty"), ("batchempty", "Empty"),
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that names one env class with per-env kernels in its id goes to the same
+    pytest-xdist worker (``xdist_group``; pyproject's addopts give ``--dist loadgroup``):
+    a worker compiles a class's loop once and keeps it, where tests of one class spread
+    over both workers compiled it in each at the same moment (the compile cache serves a
+    loop only once it is written). Other tests are shared out one by one, as before."""
+    for item in items:
+        name = item.nodeid.lower().replace("-", "").replace("_", "").replace("/", "")
+        group = next((g for key, g in _CLASS_GROUPS if key in name), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
