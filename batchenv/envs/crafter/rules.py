@@ -85,6 +85,7 @@ from batchenv.envs.crafter.world import (
     chunk_of,
     compact,
     enter_chunk,
+    inside,
     is_free,
     move_object,
     occupant,
@@ -332,15 +333,23 @@ def degen_or_regen_health(s: Any, i: int) -> None:
         s.inventory[i, HEALTH] = max(0, s.inventory[i, HEALTH] - 1)
 
 
-@perenv.rule
-def act(s: Any, i: int, action: int) -> None:
-    """``Player.update``'s chain of actions: move, do (on the facing cell's object or
-    material), sleep, place or make."""
+@perenv.rule(inline=False)
+def update_player(s: Any, i: int, action: int) -> None:
+    """``Player.update``: the action on the facing cell (or waking up), then vitals,
+    inventory caps (0-9), and waking when hurt. (The chain of actions stays here: a helper
+    taking ``s``, inlined or not, adds a pass over the state's arrays to every step;
+    docs/crafter.md, "What a call with ``s`` costs".)"""
     f = s.facing[i]
     tx, ty = np.int64(s.player_x[i]) + DIR_X[f], np.int64(s.player_y[i]) + DIR_Y[f]
-    inside = 0 <= tx < AREA and 0 <= ty < AREA
-    material = np.int64(s.mat[i, tx, ty]) if inside else 0
-    who = np.int64(s.occ[i, tx, ty]) if inside else 0
+    material = who = 0  # (World.__getitem__ outside the world)
+    if inside(tx, ty):
+        material, who = np.int64(s.mat[i, tx, ty]), np.int64(s.occ[i, tx, ty])
+    if s.sleeping[i]:
+        if s.inventory[i, ENERGY] < ITEM_MAX:
+            action = SLEEP
+        else:
+            s.sleeping[i] = False
+            s.achievements[i, A_WAKE_UP] += 1
     if action == NOOP:
         pass
     elif MOVE_LEFT <= action <= MOVE_DOWN:
@@ -357,19 +366,6 @@ def act(s: Any, i: int, action: int) -> None:
         place(s, i, action - PLACE_STONE, tx, ty, material)
     elif action >= MAKE_WOOD_PICKAXE:
         make(s, i, action - MAKE_WOOD_PICKAXE)
-
-
-@perenv.rule(inline=False)
-def update_player(s: Any, i: int, action: int) -> None:
-    """``Player.update``: the action (:func:`act`; a sleeper sleeps on until its energy is
-    full, then wakes up), then vitals, inventory caps (0-9), and waking when hurt."""
-    if s.sleeping[i]:
-        if s.inventory[i, ENERGY] < ITEM_MAX:
-            action = SLEEP
-        else:
-            s.sleeping[i] = False
-            s.achievements[i, A_WAKE_UP] += 1
-    act(s, i, action)
     update_life_stats(s, i)
     degen_or_regen_health(s, i)
     for j in range(s.inventory.shape[1]):
