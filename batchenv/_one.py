@@ -4,12 +4,14 @@ A single env (:class:`~batchenv.single.SingleEnv`) steps a batch of one, and num
 dispatcher costs more per call than a light game's whole step: it types and unboxes every
 argument, ~60 ns per array, and the loop takes one array per state field. A batch of one
 calls the same compiled loop (``run`` of ``_loops_template.py``, the same machine code)
-from a small ``numba.cfunc`` instead, whose one argument is a table of the arrays' data
-pointers, and which remakes each array over its memory (``numba.carray``) with the
-shape, dtype and layout the dispatcher would have typed. ``ctypes`` calls it.
+from a small ``numba.cfunc`` instead, ``one`` of ``_one_template.py``, whose one argument
+is a table of the arrays' data pointers, and which remakes each array over its memory
+(``numba.carray``) with the shape, dtype and layout the dispatcher would have typed: this
+module fills in the template's placeholders with those remakes and ``ctypes`` calls the
+compiled wrapper.
 
-Only numba's public API: ``numba.cfunc`` (and its ``ctypes`` attribute),
-``numba.carray`` over a ``voidptr``, ``types.CPointer``. Nothing here holds a rule: the
+Only numba's public API: ``numba.cfunc`` (and its ``address``), ``numba.carray`` over a
+``voidptr``, ``types.CPointer``. Nothing here holds a rule: the
 table is made from the loop's own arguments, for the argument types the loop was
 compiled for, or not at all (:func:`pointer_call` returns ``None``: a parameter that is
 not a number or a C-contiguous writable array, an array of another layout; the
@@ -25,9 +27,11 @@ code leaves.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +40,8 @@ from batchenv import _loop_cache
 
 __all__ = ["pointer_call"]
 
+#: The wrapper's file (a template, run once per loop and argument types; see its header).
+TEMPLATE = Path(__file__).with_name("_one_template.py")
 #: The argument positions of ``run`` (see the template): params, fields, then these.
 _ARRAYS = (3, 4, 5, 6, 7, 8, 9, 10)  # chosen, action, low, high, reward, flags, obs
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -60,32 +66,20 @@ def _plain_array(value: Any) -> bool:
 
 
 class _Table:
-    """The pointer table of one argument tuple, the arrays it points into held alive."""
+    """The pointer table of one argument tuple, the arrays it points into held alive, and
+    each argument's remake as the template has it (its header)."""
 
     def __init__(self) -> None:
         self.held: list[np.ndarray] = []
-        self.lines: list[str] = []  # the wrapper's lines that remake each argument
 
     def array(self, a: np.ndarray) -> str:
         k = len(self.held)
         self.held.append(a)
-        dtype = f"np.{a.dtype.type.__name__}"  # (in the text: the cache key covers it)
-        self.lines.append(f"    a{k} = numba.carray(tab[{k}], {tuple(a.shape)!r}, {dtype})")
-        return f"a{k}"
+        # (the dtype by name in the text: the cache key covers it)
+        return f"numba.carray(tab[{k}], {tuple(a.shape)!r}, np.{a.dtype.type.__name__})"
 
     def scalar(self, value: Any, dtype: np.dtype) -> str:
-        holder = np.array([value], dtype=dtype)
-        name = self.array(holder)
-        return f"{name}[0]"
-
-
-def _as_tuple(names: list[str]) -> str:
-    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
-
-
-def _source(table: _Table, params: str, fields: str, rest: list[str]) -> str:
-    return ("def one(tab):\n" + "\n".join(table.lines) + "\n"
-            + f"    return run({params}, {fields}, {', '.join(rest)})\n")
+        return f"{self.array(np.array([value], dtype=dtype))}[0]"
 
 
 def pointer_call(loops: Any, run: Any, args: tuple[Any, ...]) -> Callable[[], int] | None:
@@ -96,23 +90,20 @@ def pointer_call(loops: Any, run: Any, args: tuple[Any, ...]) -> Callable[[], in
     if not all(_plain_array(a) for a in (*fields, *(args[i] for i in _ARRAYS))):
         return None
     table = _Table()
-    param_names = []
+    param_spec = []
     for value in params:
         if _plain_array(value):
-            param_names.append(table.array(value))
+            param_spec.append(table.array(value))
         elif isinstance(value, _SCALARS) and (dtype := _scalar_dtype(value)) is not None \
                 and (dtype.kind != "i" or -2**63 <= value < 2**63):  # (else typed uint64)
-            param_names.append(table.scalar(value, dtype))
+            param_spec.append(table.scalar(value, dtype))
         else:
             return None
-    field_names = [table.array(a) for a in fields]
-    rest = []
-    for i, value in enumerate(args[2:], start=2):
-        if i in _ARRAYS:
-            rest.append(table.array(value))
-        else:
-            rest.append(table.scalar(value, np.dtype(np.int64)))
-    text = _source(table, _as_tuple(param_names), _as_tuple(field_names), rest)
+    field_spec = tuple(table.array(a) for a in fields)
+    rest_spec = tuple(table.array(value) if i in _ARRAYS
+                      else table.scalar(value, np.dtype(np.int64))
+                      for i, value in enumerate(args[2:], start=2))
+    text = _filled({"PARAMS": param_spec, "FIELDS": field_spec, "REST": rest_spec})
     try:
         compiled = _compile(loops, run, text)
     except Exception as e:  # noqa: BLE001 - a speed-up only: the dispatcher goes on
@@ -162,8 +153,23 @@ class _Catch:
 _MADE: dict[tuple[int, str], Any] = {}
 
 
+@functools.cache
+def template_text() -> str:
+    return TEMPLATE.read_text(encoding="utf-8")
+
+
+def _filled(values: dict[str, Any]) -> str:
+    """The template with each placeholder (a name in its last line, ``return run(...)``)
+    the tuple of its arguments' remakes."""
+    head, call = template_text().rsplit("\n    return ", 1)
+    for name, items in values.items():
+        call = call.replace(name, f"({''.join(item + ', ' for item in items)})", 1)
+    return f"{head}\n    return {call}"
+
+
 def _compile(loops: Any, run: Any, text: str) -> Any:
-    """The wrapper compiled (from the disk cache when the loop came from it)."""
+    """The filled template's ``one`` compiled (from the disk cache when the loop came from
+    it)."""
     import numba
     from numba import types
 
@@ -172,7 +178,7 @@ def _compile(loops: Any, run: Any, text: str) -> Any:
         return _MADE[memo]
     signature = types.int64(types.CPointer(types.voidptr))
     options: dict[str, Any] = {"error_model": "numpy", "boundscheck": loops.checked}
-    injected = {"run": run, "numba": numba, "np": np}
+    injected = {"run": run}
     directory = _loop_cache.cache_dir()
     compiled = None
     if loops.path is not None and directory is not None:
@@ -180,13 +186,9 @@ def _compile(loops: Any, run: Any, text: str) -> Any:
         # this text, so a cached wrapper is never one of another loop
         digest = hashlib.sha256(f"{loops.path}\n{text}".encode()).hexdigest()[:24]
         name = f"_batchenv_one_{loops.cls.__name__}_{digest}"
-        source = ("import numba\n\n" + text + "\n\none = numba.cfunc(SIGNATURE, cache=True, "
-                  "**OPTIONS)(one)\n")
         try:
-            module = _loop_cache.load(name, source, directory,
-                                      {**injected, "SIGNATURE": signature,
-                                       "OPTIONS": options})
-            compiled = module.one
+            module = _loop_cache.load(name, text, directory, injected)
+            compiled = numba.cfunc(signature, cache=True, **options)(module.one)
         except Exception as e:  # noqa: BLE001 - unwritable or unreadable: uncached
             _loop_cache.warn_unusable(loops.cls, str(directory / f"{name}.py"), e)
     if compiled is None:

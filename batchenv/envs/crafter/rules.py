@@ -85,6 +85,7 @@ from batchenv.envs.crafter.world import (
     chunk_of,
     compact,
     enter_chunk,
+    inside,
     is_free,
     move_object,
     occupant,
@@ -335,12 +336,14 @@ def degen_or_regen_health(s: Any, i: int) -> None:
 @perenv.rule(inline=False)
 def update_player(s: Any, i: int, action: int) -> None:
     """``Player.update``: the action on the facing cell (or waking up), then vitals,
-    inventory caps (0-9), and waking when hurt."""
+    inventory caps (0-9), and waking when hurt. (The chain of actions stays here: a helper
+    taking ``s``, inlined or not, adds a pass over the state's arrays to every step;
+    docs/crafter.md, "What a call with ``s`` costs".)"""
     f = s.facing[i]
     tx, ty = np.int64(s.player_x[i]) + DIR_X[f], np.int64(s.player_y[i]) + DIR_Y[f]
-    inside = 0 <= tx < AREA and 0 <= ty < AREA
-    material = np.int64(s.mat[i, tx, ty]) if inside else 0
-    who = np.int64(s.occ[i, tx, ty]) if inside else 0
+    material = who = 0  # (World.__getitem__ outside the world)
+    if inside(tx, ty):
+        material, who = np.int64(s.mat[i, tx, ty]), np.int64(s.occ[i, tx, ty])
     if s.sleeping[i]:
         if s.inventory[i, ENERGY] < ITEM_MAX:
             action = SLEEP
@@ -507,36 +510,58 @@ def balance_object(s: Any, i: int, c: int, kind: int, material: int, space: int,
                    span_dist: int, despan_dist: int, spawn_prob: float, despawn_prob: float,
                    target_min: float, target_max: float) -> None:
     """``Env._balance_object`` for chunk ``c``: below ``target_min`` creatures of ``kind``,
-    maybe one more on a random cell of ``material`` (free, ``span_dist`` from the player);
-    above ``target_max``, maybe one fewer (one at random, ``despan_dist`` from the player).
-    crafter picks the one to remove from a Python set (an order that changes from run to
-    run); here the chunk's creatures are taken in crafter's object order. The counts are
-    the chunk's census (``s.census``, ``s.grass``, ``s.path``)."""
-    xmin, ymin = (c // N_CHUNKS) * CHUNK, (c % N_CHUNKS) * CHUNK
-    xmax, ymax = min(xmin + CHUNK, AREA), min(ymin + CHUNK, AREA)
+    maybe one more (:func:`spawn`); above ``target_max``, maybe one fewer
+    (:func:`despawn`). The counts are the chunk's census (``s.census``, ``s.grass``,
+    ``s.path``)."""
     count = np.int64(s.census[i, c, census_column(kind)])
     if count < int(target_min) and perenv.random(s, i) < spawn_prob:
-        j = perenv.integers(s, i, 0, space)  # the j-th cell of `material`, x-major
-        for x in range(xmin, xmax):
-            for y in range(ymin, ymax):
-                if s.mat[i, x, y] == material:
-                    if j == 0:
-                        if (s.occ[i, x, y] == 0
-                                and distance_to_player(s, i, x, y) >= span_dist):
-                            add_object(s, i, kind, x, y, 0)
-                        return
-                    j -= 1
+        spawn(s, i, c, kind, material, space, span_dist)
     elif count > int(target_max) and perenv.random(s, i) < despawn_prob:
-        j = perenv.integers(s, i, 0, count)
-        for k in range(s.n_objects[i]):
-            if (s.kind[i, k] == kind and xmin <= s.obj_x[i, k] < xmax
-                    and ymin <= s.obj_y[i, k] < ymax):
+        despawn(s, i, c, kind, count, despan_dist)
+
+
+@perenv.rule
+def chunk_bounds(c: int) -> tuple[int, int, int, int]:
+    """Chunk ``c``'s cells: ``xmin, xmax, ymin, ymax`` (the last chunks are cut by the
+    world's edge)."""
+    xmin, ymin = (c // N_CHUNKS) * CHUNK, (c % N_CHUNKS) * CHUNK
+    return xmin, min(xmin + CHUNK, AREA), ymin, min(ymin + CHUNK, AREA)
+
+
+@perenv.rule
+def spawn(s: Any, i: int, c: int, kind: int, material: int, space: int,
+          span_dist: int) -> None:
+    """A creature of ``kind`` on a random cell of chunk ``c`` among its ``space`` cells of
+    ``material``, if the cell has no object and is ``span_dist`` from the player."""
+    xmin, xmax, ymin, ymax = chunk_bounds(c)
+    j = perenv.integers(s, i, 0, space)  # the j-th cell of `material`, x-major
+    for x in range(xmin, xmax):
+        for y in range(ymin, ymax):
+            if s.mat[i, x, y] == material:
                 if j == 0:
-                    x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
-                    if distance_to_player(s, i, x, y) >= despan_dist:
-                        remove_object(s, i, k)
+                    if s.occ[i, x, y] == 0 and distance_to_player(s, i, x, y) >= span_dist:
+                        add_object(s, i, kind, x, y, 0)
                     return
                 j -= 1
+
+
+@perenv.rule
+def despawn(s: Any, i: int, c: int, kind: int, count: int, despan_dist: int) -> None:
+    """One of the ``count`` creatures of ``kind`` in chunk ``c``, at random, is removed if
+    it is ``despan_dist`` from the player. crafter picks it from a Python set (an order
+    that changes from run to run); here the chunk's creatures are taken in crafter's
+    object order."""
+    xmin, xmax, ymin, ymax = chunk_bounds(c)
+    j = perenv.integers(s, i, 0, count)
+    for k in range(s.n_objects[i]):
+        if (s.kind[i, k] == kind and xmin <= s.obj_x[i, k] < xmax
+                and ymin <= s.obj_y[i, k] < ymax):
+            if j == 0:
+                x, y = np.int64(s.obj_x[i, k]), np.int64(s.obj_y[i, k])
+                if distance_to_player(s, i, x, y) >= despan_dist:
+                    remove_object(s, i, k)
+                return
+            j -= 1
 
 
 @perenv.rule

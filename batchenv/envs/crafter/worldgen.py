@@ -106,30 +106,42 @@ COORDINATES = _coordinates()
 def needs(field: int, kind: int, water: float, mountain: float, cave: float,
           htunnel: float, vtunnel: float, sand: float) -> bool:
     """Whether crafter's chain of tests for a cell of class ``kind`` reads ``field``, given
-    the values made before it (or may: past a random draw, iron and lava are made for
-    every mountain cell past the tunnels): each value is read only when the ``elif`` chain
+    the values made before it: the start area, water and mountain for every cell (they
+    decide its class), then the mountain's fields (:func:`mountain_needs`) or the
+    lowland's (:func:`lowland_needs`). Each value is read only when the ``elif`` chain
     reaches it, and only those are made. (Values, not the column's arrays: numba counts
     references to an array passed to a helper, two atomic operations per cell.)"""
     if field <= F_MOUNTAIN5:
         return True
     if field <= F_LAVA:
-        if kind != STONE:
-            return False
-        if field == F_CAVE:
-            return True
-        if cave > 0.15 and mountain > 0.3:
-            return False
-        if field == F_HTUNNEL:
-            return True
-        if htunnel > 0.4:
-            return False
-        if field == F_VTUNNEL:
-            return True
-        if vtunnel > 0.4:
-            return False
-        return field != F_LAVA or mountain > 0.3
-    if kind != _LOWLAND:
+        return kind == STONE and mountain_needs(field, mountain, cave, htunnel, vtunnel)
+    return kind == _LOWLAND and lowland_needs(field, water, sand)
+
+
+@perenv.rule
+def mountain_needs(field: int, mountain: float, cave: float, htunnel: float,
+                   vtunnel: float) -> bool:
+    """:func:`needs` for a mountain cell: the cave, then each tunnel while no earlier test
+    made the cell a path, then coal, iron and (where the mountain is high enough) lava
+    (past a random draw: made for every such cell, read or not)."""
+    if field == F_CAVE:
+        return True
+    if cave > 0.15 and mountain > 0.3:
         return False
+    if field == F_HTUNNEL:
+        return True
+    if htunnel > 0.4:
+        return False
+    if field == F_VTUNNEL:
+        return True
+    if vtunnel > 0.4:
+        return False
+    return field != F_LAVA or mountain > 0.3
+
+
+@perenv.rule
+def lowland_needs(field: int, water: float, sand: float) -> bool:
+    """:func:`needs` for a lowland cell: sand at the water's edge, trees on grassland."""
     if field == F_SAND:
         return 0.25 < water <= 0.35
     return not (0.25 < water <= 0.35 and sand > -0.2) and not 0.3 < water
@@ -191,28 +203,43 @@ def stream_fields(s: Any) -> tuple[np.ndarray, np.ndarray]:
 @perenv.rule
 def set_material(stream: Any, i: int, v: np.ndarray, kind: int, y: int) -> int:
     """``worldgen._set_material`` for cell y of the column in ``v`` (:func:`column_noise`),
-    from its class ``kind``: the material (and :data:`TUNNEL` on a tunnel's path), drawing
-    ``uniform()`` from row ``i``'s stream where crafter does."""
-    mountain = v[y, N_MOUNTAIN]
-    water = v[y, N_WATER]
+    from its class ``kind``: grass in the start area, else :func:`mountain_material` or
+    :func:`lowland_material`."""
     if kind == GRASS:  # the start area
         return GRASS
     if kind == STONE:
-        if v[y, N_CAVE] > 0.15 and mountain > 0.3:  # cave
-            return PATH
-        if v[y, N_HTUNNEL] > 0.4:  # horizontal tunnel
-            return PATH | TUNNEL
-        if v[y, N_VTUNNEL] > 0.4:  # vertical tunnel
-            return PATH | TUNNEL
-        if v[y, N_COAL] > 0 and perenv.random(stream, i) > 0.85:
-            return COAL
-        if v[y, N_IRON] > 0.4 and perenv.random(stream, i) > 0.75:
-            return IRON
-        if mountain > 0.18 and perenv.random(stream, i) > 0.994:
-            return DIAMOND
-        if mountain > 0.3 and v[y, N_LAVA] > 0.35:
-            return LAVA
-        return STONE
+        return mountain_material(stream, i, v, y)
+    return lowland_material(stream, i, v, y)
+
+
+@perenv.rule
+def mountain_material(stream: Any, i: int, v: np.ndarray, y: int) -> int:
+    """A mountain cell's material: a cave or a tunnel's path (with :data:`TUNNEL`), coal,
+    iron or diamond (each past a ``uniform()`` from row ``i``'s stream, drawn where crafter
+    draws it), lava, or stone."""
+    mountain = v[y, N_MOUNTAIN]
+    if v[y, N_CAVE] > 0.15 and mountain > 0.3:  # cave
+        return PATH
+    if v[y, N_HTUNNEL] > 0.4:  # horizontal tunnel
+        return PATH | TUNNEL
+    if v[y, N_VTUNNEL] > 0.4:  # vertical tunnel
+        return PATH | TUNNEL
+    if v[y, N_COAL] > 0 and perenv.random(stream, i) > 0.85:
+        return COAL
+    if v[y, N_IRON] > 0.4 and perenv.random(stream, i) > 0.75:
+        return IRON
+    if mountain > 0.18 and perenv.random(stream, i) > 0.994:
+        return DIAMOND
+    if mountain > 0.3 and v[y, N_LAVA] > 0.35:
+        return LAVA
+    return STONE
+
+
+@perenv.rule
+def lowland_material(stream: Any, i: int, v: np.ndarray, y: int) -> int:
+    """A lowland cell's material: sand at the water's edge, water, or grassland (a tree
+    past a ``uniform()``, else grass)."""
+    water = v[y, N_WATER]
     if 0.25 < water <= 0.35 and v[y, N_SAND] > -0.2:
         return SAND
     if 0.3 < water:
