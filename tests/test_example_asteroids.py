@@ -182,7 +182,8 @@ def test_check_env_passes_on_the_compiled_form():  # fast test above runs the sa
     check_env(Asteroids)
 
 
-def test_debug_mode_runs_the_per_env_form():
+@pytest.mark.slow  # compiles the checked loop; tests/test_perenv*.py hold debug mode's
+def test_debug_mode_runs_the_per_env_form():  # per-env form on small envs in the fast pass
     env = Asteroids(8, debug=True, max_episode_steps=30)
     plain = Asteroids(8, max_episode_steps=30)
     env.reset(seed=4)

@@ -105,7 +105,7 @@ def test_two_threads_equal_one_bit_for_bit(cls, mode):
 
 
 @pytest.mark.parametrize("cls", GAMES)
-def test_copies_pickles_and_debug_mode_step_alike(cls):
+def test_copies_and_pickles_step_alike(cls):
     env = cls(15)
     env.reset(seed=1)
     act = np.arange(15) % env.single_action_space.n
@@ -114,7 +114,14 @@ def test_copies_pickles_and_debug_mode_step_alike(cls):
         assert twin.kernels == "numba" and twin.kernel_form.kind == "numba"
         assert_same_step(env.step(act), twin.step(act), "after copy")
         assert_same_state(env, twin, "after copy")
-    # debug: the loops under the kernel checks, which must neither raise nor change a thing
+
+
+# Debug mode compiles each game's checked loop (Seaquest ~26 CPU-s): README's command runs it
+# on Breakout, the `slow` pass (CI) on every game.
+@pytest.mark.parametrize("cls", [pytest.param(c, marks=[] if c is BatchBreakout
+                                              else [pytest.mark.slow]) for c in GAMES])
+def test_debug_mode_steps_alike(cls):
+    """The loops under the kernel checks, which must neither raise nor change a thing."""
     run_pair(cls(30), cls(30, debug=True), 100, seed=9)
 
 
