@@ -344,14 +344,15 @@ def sleep_row(flat: np.ndarray, y: int) -> None:
 
 
 @perenv.rule
-def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:
-    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox), byte by byte (compiled, a
-    slice assignment's shape check would need numba's reference counting, which the
-    loop's borrowed arrays do without)."""
+def copy_tile(obs: np.ndarray, oy: int, ox: int, tiles: np.ndarray, t: int) -> None:
+    """Picture ``t`` of ``tiles`` (pictures x 7 x 7 x 3) into ``obs`` at pixel (oy, ox), byte
+    by byte. (Compiled, a slice assignment's shape check, or a view of the picture, would be
+    counted by numba's reference counting: about a third of a day image's time, for its 81
+    views.)"""
     for ty in range(UNIT):
         for tx in range(UNIT):
             for ch in range(3):
-                obs[oy + ty, ox + tx, ch] = tile[ty, tx, ch]
+                obs[oy + ty, ox + tx, ch] = tiles[t, ty, tx, ch]
 
 
 @perenv.rule(inline=False)
@@ -362,29 +363,33 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     sleeping = s.sleeping[i]
     level = p.day_level[step] if 0 <= step <= LENGTH and not sleeping else -1
     by_table = level >= 0
+    # each table as a list of pictures: (material, object) pairs by day level, items by count
+    per_level = p.tiles.shape[0] * p.tiles.shape[1]
+    tiles = p.day_tiles.reshape(-1, UNIT, UNIT, 3) if by_table else p.tiles.reshape(
+        -1, UNIT, UNIT, 3)
+    first = level * per_level if by_table else 0
+    mat, occ = s.mat[i], s.occ[i]
     px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     for gy in range(_VH):
         for gx in range(_VW):
             x, y = px + gx - _OFFSET_X, py + gy - _OFFSET_Y
             if 0 <= x < AREA and 0 <= y < AREA:
-                m = s.mat[i, x, y]
-                who = s.occ[i, x, y]  # (a call that takes s costs more than a cell's
+                m = np.int64(mat[x, y])
+                who = occ[x, y]  # (a call that takes s costs more than a cell's
                 o = object_texture(s, i, who) if who != 0 else 0  # copy: only where needed)
             else:
                 m = OUTSIDE
                 o = 0
-            if by_table:
-                copy_tile(obs, gy * UNIT, gx * UNIT, p.day_tiles[level, m, o])
-            else:
-                copy_tile(obs, gy * UNIT, gx * UNIT, p.tiles[m, o])
+            copy_tile(obs, gy * UNIT, gx * UNIT, tiles, first + m * p.tiles.shape[1] + o)
     if not by_table:
         light_rows(obs, d, s.noise_key[i], d < 0.5 and p.night_noise, sleeping, p.vignette)
+    items = p.item_tiles.reshape(-1, UNIT, UNIT, 3)
+    counts = p.item_tiles.shape[1]
     for k in range(len(ITEMS)):
-        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT,
-                  p.item_tiles[k, s.inventory[i, k]])
+        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items,
+                  k * counts + s.inventory[i, k])
     for k in range(len(ITEMS), 2 * _VW):  # the two cells after the last item
-        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT,
-                  p.item_tiles[0, 0])
+        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items, 0)
     for x in range(SIZE):  # the border crafter leaves black
         for ch in range(3):
             obs[SIZE - 1, x, ch] = 0
