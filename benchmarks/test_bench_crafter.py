@@ -9,9 +9,25 @@ episodes last about 170 steps). ``extra_info["env_steps"]`` is the env-steps of 
 the last case prints each batch's env-steps per second over crafter's (this run's means:
 crafter's median step is one without a reset, which would leave its world generation,
 over a second, out of its rate), and keeps them in its ``extra_info``.
+
+``test_craftax_classic`` runs Craftax-Classic's symbolic env (the JAX port, ``craftax`` on
+PyPI) at the same batch sizes, in a subprocess of the Python that
+``BATCHENV_CRAFTAX_PYTHON`` names (craftax wants its own virtual environment: it moves
+Gymnasium's version), with ``benchmarks/craftax_classic_steps.py`` (random actions,
+craftax's own auto-reset, 64 steps a jitted call; its compile is left out of the rate and
+reported apart in ``extra_info``); skipped when the variable is not set::
+
+    python3 -m venv /tmp/craftax-venv && /tmp/craftax-venv/bin/pip install craftax
+    BATCHENV_CRAFTAX_PYTHON=/tmp/craftax-venv/bin/python python -m pytest \
+        benchmarks/test_bench_crafter.py --benchmark-only -s
 """
 
 from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -60,6 +76,28 @@ def test_batch_crafter(benchmark, n, obs_type):
     _record(benchmark, f"{obs_type} {n}", n)
 
 
+_CRAFTAX = pathlib.Path(__file__).with_name("craftax_classic_steps.py")
+
+
+@pytest.mark.parametrize("n", [256, 4096, pytest.param(16384, marks=pytest.mark.slow)])
+def test_craftax_classic(benchmark, n):
+    """Craftax-Classic's symbolic env at ``n`` envs (the module docstring): env-steps per
+    second by the wall clock, its jit compile apart (``extra_info``). 16384 envs is
+    ``slow`` (``-m ""``): craftax makes a world for every env on every step, so a step
+    of that batch takes about a minute of CPU and 9 GB here (from 256 and 4096 envs)."""
+    python = os.environ.get("BATCHENV_CRAFTAX_PYTHON")
+    if not python:
+        pytest.skip("BATCHENV_CRAFTAX_PYTHON is not set: the path of a Python with craftax "
+                    "installed (in its own venv: pip install craftax)")
+    out = subprocess.run([python, str(_CRAFTAX), str(n)], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    benchmark.extra_info.update(result)
+    _PER_STEP[f"craftax-classic symbolic {n}"] = 1 / result["env_steps_per_s"]
+    benchmark(lambda: None)
+
+
 def test_ratios(benchmark):
     """Env-steps per second over crafter's own loop's, per batch (this run's means)."""
     if "crafter" not in _PER_STEP:
@@ -69,7 +107,15 @@ def test_ratios(benchmark):
     benchmark.extra_info.update({f"ratio {k}": round(v, 1) for k, v in ratios.items()})
     benchmark.extra_info["crafter us per step"] = round(_PER_STEP["crafter"] * 1e6, 1)
     lines = [f"crafter's own loop: {_PER_STEP['crafter'] * 1e6:.0f} us per step"]
-    lines += [f"BatchCrafter {name}: {_PER_STEP[name] * 1e6:.2f} us per env-step, "
-              f"{ratio:.0f}x crafter" for name, ratio in ratios.items()]
+    lines += [f"{'' if name.startswith('craftax') else 'BatchCrafter '}{name}: "
+              f"{_PER_STEP[name] * 1e6:.2f} us per env-step, {ratio:.0f}x crafter"
+              for name, ratio in ratios.items()]
+    for n in SIZES:  # BatchCrafter over Craftax-Classic, both symbolic, where both ran
+        ours, theirs = _PER_STEP.get(f"symbolic {n}"), _PER_STEP.get(
+            f"craftax-classic symbolic {n}")
+        if ours and theirs:
+            benchmark.extra_info[f"symbolic {n} over craftax-classic"] = round(theirs / ours, 2)
+            lines.append(f"BatchCrafter symbolic {n} over Craftax-Classic: "
+                         f"{theirs / ours:.2f}x")
     print("\n" + "\n".join(lines))
     benchmark(lambda: None)

@@ -295,6 +295,10 @@ def test_pillow_formulas():
         grey, (t[..., 0] * 19595 + t[..., 1] * 38470 + t[..., 2] * 7471 + 0x8000) >> 16)
     enhanced = np.array(ImageEnhance.Color(Image.fromarray(image)).enhance(0.4))
     np.testing.assert_array_equal(enhanced, (3 * grey[..., None] + 2 * t) // 5)
+    # the kernels' // 5 (render.fifth), for every value 3 L + 2 t takes and beyond
+    x = np.arange(81920, dtype=np.uint32)
+    np.testing.assert_array_equal(render.fifth(x), x // 5)
+    assert render.fifth(np.uint32(1275)) == 255
 
 
 def test_textures_and_tiles_are_crafters():

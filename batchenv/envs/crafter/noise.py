@@ -10,8 +10,9 @@ with the world's first random draw. :func:`init_perm` is ``opensimplex.internals
 every value bit for bit (:func:`contribution`: no branch per lattice point), so that a
 world's terrain is crafter's for the same seed: ``tests/test_crafter.py`` compares the two
 value for value, on random points and on every field's grid of a world. The permutation is
-kept as uint8 (its values are 0-255); ``perm_grad_index3[i]`` is ``perm[i] % 24 * 3``,
-computed where it is read.
+kept as uint8 (its values are 0-255); opensimplex's ``perm_grad_index3[i]``, ``perm[i] % 24 *
+3``, is :data:`GRADIENT_INDEX` of ``perm[i]`` (a table of the 256 values, the same for
+every seed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from batchenv import perenv
 
-__all__ = ["init_perm", "noise3", "contribution", "GRADIENTS3"]
+__all__ = ["init_perm", "noise3", "contribution", "GRADIENTS3", "GRADIENT_INDEX"]
 
 #: opensimplex/constants.py: gradients for 3D, the directions to the vertices of a
 #: rhombicuboctahedron from its centre (x, y, z per gradient); float64, as opensimplex's
@@ -38,6 +39,9 @@ GRADIENTS3 = np.array([
     -11, -4, -4, -4, -11, -4, -4, -4, -11,
     11, -4, -4, 4, -11, -4, 4, -4, -11,
 ], dtype=np.float64)
+#: ``v % 24 * 3`` for v in 0-255: the index into :data:`GRADIENTS3` of a permutation value
+#: (a load from this table is cheaper than the remainder: 6-8% of :func:`noise3`, measured)
+GRADIENT_INDEX = np.array([v % 24 * 3 for v in range(256)], dtype=np.int64)
 STRETCH3 = -1.0 / 6  # (1/Math.sqrt(3+1)-1)/3
 SQUISH3 = 1.0 / 3  # (Math.sqrt(3+1)-1)/3
 NORM3 = 103
@@ -81,7 +85,7 @@ def extrapolate3(perm: np.ndarray, xsb: int, ysb: int, zsb: int, dx: float, dy: 
     hash of it through the permutation) dotted with the offset (dx, dy, dz)."""
     h = np.int64(perm[xsb & 0xFF])
     h = np.int64(perm[(h + ysb) & 0xFF])
-    index = np.int64(perm[(h + zsb) & 0xFF]) % 24 * 3
+    index = GRADIENT_INDEX[perm[(h + zsb) & 0xFF]]
     return GRADIENTS3[index] * dx + GRADIENTS3[index + 1] * dy + GRADIENTS3[index + 2] * dz
 
 

@@ -89,7 +89,10 @@ _LB1, _LB2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)  # lowbias32's multipl
 #: Pillow's RGB -> L weights (``L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16``) and the
 #: other constants of the light formula, as uint32
 _R, _G, _B, _HALF = np.uint32(19595), np.uint32(38470), np.uint32(7471), np.uint32(0x8000)
-_2, _3, _5 = np.uint32(2), np.uint32(3), np.uint32(5)
+_2, _3 = np.uint32(2), np.uint32(3)
+#: ``x // 5`` as ``(x * 52429) >> 18``, exact for 0 <= x < 81920 (``3 L + 2 t`` is at most
+#: 1275; tests/test_crafter.py checks every value)
+_FIFTH_MUL, _FIFTH_SHIFT = np.uint32(52429), np.uint32(18)
 
 
 def assets_dir() -> pathlib.Path:
@@ -173,10 +176,12 @@ def _item_tiles() -> np.ndarray:
 
 def vignette() -> np.ndarray:
     """``LocalView._vignette((63, 49, 3), 0.5)`` as crafter computes it, in the
-    observation's orientation: ``(49, 63)`` float64 [y, x]."""
+    observation's orientation, and a column of zeros for the border (:func:`light_row`):
+    ``(49, 64)`` float64 [y, x]."""
     xs, ys = np.meshgrid(np.linspace(-1, 1, _WORLD_PX_W), np.linspace(-1, 1, _WORLD_PX_H))
-    return np.ascontiguousarray(
-        (1 - np.exp(-0.5 * (xs ** 2 + ys ** 2) / (_VIGNETTE_STDDEV ** 2)).T).T)
+    out = np.zeros((_WORLD_PX_H, SIZE))
+    out[:, :_WORLD_PX_W] = (1 - np.exp(-0.5 * (xs ** 2 + ys ** 2) / (_VIGNETTE_STDDEV ** 2)).T).T
+    return out
 
 
 def light(pixels: np.ndarray, d: float, sleeping: bool = False) -> np.ndarray:
@@ -202,7 +207,7 @@ class Tables(NamedTuple):
     item_tiles: np.ndarray  # (16, 10, 7, 7, 3) uint8: an inventory cell
     day_tiles: np.ndarray  # (levels, 14, 15, 7, 7, 3) uint8: a world cell lit by day
     day_level: np.ndarray  # (10001,) int16: each step's level of day_tiles; -1 at night
-    vignette: np.ndarray  # (49, 63) float64
+    vignette: np.ndarray  # (49, 64) float64 (:func:`vignette`)
 
 
 @lru_cache(maxsize=1)
@@ -288,13 +293,24 @@ def light_rows(obs: np.ndarray, d: float, key: np.uint64, noisy: bool, sleeping:
 
 
 @perenv.rule
+def fifth(x: np.uint32) -> np.uint32:
+    """``x // 5`` for ``0 <= x < 81920``, as a product and a shift: numba computes uint32
+    arithmetic in 64 bits, and a 64-bit division has no vector instruction (the compiled
+    :func:`light_row` divided pixel by pixel, a third of its time)."""
+    return (x * _FIFTH_MUL) >> _FIFTH_SHIFT
+
+
+@perenv.rule
 def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
               vig: np.ndarray) -> None:
     """Row ``y`` of the world's pixels lit (``amount`` 0: no noise; the same values as
     without it, as ``m`` is then 0). Unsigned integers, one flat index, no branch: the
-    loop compiles to vector instructions, sixteen pixels at a time."""
+    loop compiles to vector instructions, eight pixels at a time. It runs over the row's
+    64 pixels, the black border's too (``vig``'s column 63 is 0; :func:`observe_pixels`
+    blacks the border after the light), so that the compiled loop is whole vectors, with
+    no 31-pixel remainder done one by one."""
     first = y * SIZE * 3
-    for x in range(_WORLD_PX_W):
+    for x in range(SIZE):
         at = first + x * 3
         c0 = np.float64(flat[at])
         c1 = np.float64(flat[at + 1])
@@ -306,9 +322,9 @@ def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
         t1 = np.uint32((1 - m) * c1 + m * n)
         t2 = np.uint32((1 - m) * c2 + m * n)
         grey = (t0 * _R + t1 * _G + t2 * _B + _HALF) >> _S16
-        e0 = (_3 * grey + _2 * t0) // _5
-        e1 = (_3 * grey + _2 * t1) // _5
-        e2 = (_3 * grey + _2 * t2) // _5
+        e0 = fifth(_3 * grey + _2 * t0)
+        e1 = fifth(_3 * grey + _2 * t1)
+        e2 = fifth(_3 * grey + _2 * t2)
         flat[at] = np.uint32(d * c0 + (1 - d) * ((1 - 0.5) * np.float64(e0) + _TINT0))
         flat[at + 1] = np.uint32(d * c1 + (1 - d) * ((1 - 0.5) * np.float64(e1) + _TINT1))
         flat[at + 2] = np.uint32(d * c2 + (1 - d) * ((1 - 0.5) * np.float64(e2) + _TINT2))
@@ -318,7 +334,7 @@ def light_row(flat: np.ndarray, y: int, d: float, amount: float, k32: np.uint32,
 def sleep_row(flat: np.ndarray, y: int) -> None:
     """Row ``y`` of the world's lit pixels greyed and tinted (``LocalView._sleep``)."""
     first = y * SIZE * 3
-    for x in range(_WORLD_PX_W):
+    for x in range(SIZE):  # (the border too: see light_row)
         at = first + x * 3
         grey = (np.uint32(flat[at]) * _R + np.uint32(flat[at + 1]) * _G
                 + np.uint32(flat[at + 2]) * _B + _HALF) >> _S16
@@ -328,14 +344,15 @@ def sleep_row(flat: np.ndarray, y: int) -> None:
 
 
 @perenv.rule
-def copy_tile(obs: np.ndarray, oy: int, ox: int, tile: np.ndarray) -> None:
-    """A cell's 7 x 7 picture into ``obs`` at pixel (oy, ox), byte by byte (compiled, a
-    slice assignment's shape check would need numba's reference counting, which the
-    loop's borrowed arrays do without)."""
+def copy_tile(obs: np.ndarray, oy: int, ox: int, tiles: np.ndarray, t: int) -> None:
+    """Picture ``t`` of ``tiles`` (pictures x 7 x 7 x 3) into ``obs`` at pixel (oy, ox), byte
+    by byte. (Compiled, a slice assignment's shape check, or a view of the picture, would be
+    counted by numba's reference counting: about a third of a day image's time, for its 81
+    views.)"""
     for ty in range(UNIT):
         for tx in range(UNIT):
             for ch in range(3):
-                obs[oy + ty, ox + tx, ch] = tile[ty, tx, ch]
+                obs[oy + ty, ox + tx, ch] = tiles[t, ty, tx, ch]
 
 
 @perenv.rule(inline=False)
@@ -346,29 +363,33 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     sleeping = s.sleeping[i]
     level = p.day_level[step] if 0 <= step <= LENGTH and not sleeping else -1
     by_table = level >= 0
+    # each table as a list of pictures: (material, object) pairs by day level, items by count
+    per_level = p.tiles.shape[0] * p.tiles.shape[1]
+    tiles = p.day_tiles.reshape(-1, UNIT, UNIT, 3) if by_table else p.tiles.reshape(
+        -1, UNIT, UNIT, 3)
+    first = level * per_level if by_table else 0
+    mat, occ = s.mat[i], s.occ[i]
     px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     for gy in range(_VH):
         for gx in range(_VW):
             x, y = px + gx - _OFFSET_X, py + gy - _OFFSET_Y
             if 0 <= x < AREA and 0 <= y < AREA:
-                m = s.mat[i, x, y]
-                who = s.occ[i, x, y]  # (a call that takes s costs more than a cell's
+                m = np.int64(mat[x, y])
+                who = occ[x, y]  # (a call that takes s costs more than a cell's
                 o = object_texture(s, i, who) if who != 0 else 0  # copy: only where needed)
             else:
                 m = OUTSIDE
                 o = 0
-            if by_table:
-                copy_tile(obs, gy * UNIT, gx * UNIT, p.day_tiles[level, m, o])
-            else:
-                copy_tile(obs, gy * UNIT, gx * UNIT, p.tiles[m, o])
+            copy_tile(obs, gy * UNIT, gx * UNIT, tiles, first + m * p.tiles.shape[1] + o)
     if not by_table:
         light_rows(obs, d, s.noise_key[i], d < 0.5 and p.night_noise, sleeping, p.vignette)
+    items = p.item_tiles.reshape(-1, UNIT, UNIT, 3)
+    counts = p.item_tiles.shape[1]
     for k in range(len(ITEMS)):
-        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT,
-                  p.item_tiles[k, s.inventory[i, k]])
+        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items,
+                  k * counts + s.inventory[i, k])
     for k in range(len(ITEMS), 2 * _VW):  # the two cells after the last item
-        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT,
-                  p.item_tiles[0, 0])
+        copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items, 0)
     for x in range(SIZE):  # the border crafter leaves black
         for ch in range(3):
             obs[SIZE - 1, x, ch] = 0

@@ -123,13 +123,13 @@ def daylight(step: int) -> float:
     return 1 - abs(math.cos(math.pi * progress)) ** 3
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def sign(v: int) -> int:
     # (int(...): numpy refuses to subtract its bools, so the Python form would raise)
     return int(v > 0) - int(v < 0)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def toward(x: int, y: int, tx: int, ty: int, long_axis: bool) -> tuple[int, int]:
     """``Object.toward``: a unit step from (x, y) toward (tx, ty) along the longer axis
     (``long_axis``) or the shorter one; ``(0, 0)`` when the chosen axis has no offset."""
@@ -139,13 +139,13 @@ def toward(x: int, y: int, tx: int, ty: int, long_axis: bool) -> tuple[int, int]
     return 0, sign(oy)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def distance_to_player(s: Any, i: int, x: int, y: int) -> int:
     """``Object.distance``: the L1 distance from (x, y) to the player."""
     return abs(np.int64(s.player_x[i]) - x) + abs(np.int64(s.player_y[i]) - y)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def hurt(s: Any, i: int, who: int, damage: int) -> None:
     """``obj.health -= damage`` on the object map's entry ``who`` (the player or a slot);
     ``Object.health``'s setter keeps it at 0 or above."""
@@ -156,7 +156,7 @@ def hurt(s: Any, i: int, who: int, damage: int) -> None:
         s.obj_health[i, k] = max(0, s.obj_health[i, k] - damage)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def move(s: Any, i: int, k: int, dx: int, dy: int, walkable: np.ndarray) -> bool:
     """``Object.move``: step slot ``k`` by (dx, dy) if the cell is free; True when it was
     free (also for a removed object, which stays where it was: ``World.move`` ignores it)."""
@@ -288,7 +288,7 @@ def make(s: Any, i: int, what: int) -> None:
     s.achievements[i, MAKE_ACHIEVEMENT[what]] += 1
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def update_life_stats(s: Any, i: int) -> None:
     """``Player._update_life_stats``: hunger, thirst and fatigue count up (half as fast for
     hunger and thirst while asleep; fatigue down while asleep) and cost food, drink or
@@ -314,7 +314,7 @@ def update_life_stats(s: Any, i: int) -> None:
         s.inventory[i, ENERGY] -= 1
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def degen_or_regen_health(s: Any, i: int) -> None:
     """``Player._degen_or_regen_health``: with food, drink and energy (or sleep) the player
     recovers a health point every 26 steps (13 asleep), without one of them it loses one
@@ -376,7 +376,7 @@ def update_player(s: Any, i: int, action: int) -> None:
 
 
 # ----------------------------------------------------------------------------- creatures
-@perenv.rule(inline=False)
+@perenv.rule
 def update_cow(s: Any, i: int, k: int) -> None:
     """``Cow.update``: gone when dead; a random step half the time."""
     if s.obj_health[i, k] <= 0:
@@ -386,7 +386,7 @@ def update_cow(s: Any, i: int, k: int) -> None:
         move(s, i, k, DIR_X[d], DIR_Y[d], WALKABLE)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def update_zombie(s: Any, i: int, k: int) -> None:
     """``Zombie.update``: gone when dead (its step still runs: a zombie killed this step
     may still strike); within 8 cells it walks toward the player 90% of the time, else at
@@ -409,7 +409,7 @@ def update_zombie(s: Any, i: int, k: int) -> None:
             s.obj_timer[i, k] = 5
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def shoot(s: Any, i: int, k: int, dx: int, dy: int) -> None:
     """``Skeleton._shoot``: an arrow on the next cell toward the player, when reloaded."""
     if s.obj_timer[i, k] > 0:
@@ -424,7 +424,7 @@ def shoot(s: Any, i: int, k: int, dx: int, dy: int) -> None:
         s.obj_timer[i, k] = 4  # reload
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def update_skeleton(s: Any, i: int, k: int) -> None:
     """``Skeleton.update``: gone when dead (its step still runs); backs away within 3
     cells, shoots within 5 (half the time), walks toward the player within 8 (30%),
@@ -450,7 +450,7 @@ def update_skeleton(s: Any, i: int, k: int) -> None:
         move(s, i, k, DIR_X[d], DIR_Y[d], WALKABLE)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def update_arrow(s: Any, i: int, k: int) -> None:
     """``Arrow.update``: hits what is on the next cell (2 damage) and is gone, or is gone on
     a material it cannot fly over (breaking a table or furnace to path), or flies on."""
@@ -470,7 +470,7 @@ def update_arrow(s: Any, i: int, k: int) -> None:
         move_object(s, i, k, x, y)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def update_plant(s: Any, i: int, k: int) -> None:
     """``Plant.update``: grows (ripe after 300 steps); a zombie, skeleton or cow next to
     it eats it (1 damage: a sapling has 1 health)."""

@@ -47,13 +47,13 @@ CENSUS = (ZOMBIE, SKELETON, COW)
 _CENSUS_COLUMN = np.array([-1, 2, 0, 1, -1, -1], dtype=np.int64)  # by kind
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def census_column(kind: int) -> int:
     """The column of ``s.census`` counting ``kind`` (-1: a kind not counted)."""
     return _CENSUS_COLUMN[kind]
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def count(s: Any, i: int, kind: int, x: int, y: int, by: int) -> None:
     """An object of ``kind`` at (x, y) enters (``by`` 1) or leaves (-1) its chunk's census."""
     column = _CENSUS_COLUMN[kind]
@@ -62,7 +62,7 @@ def count(s: Any, i: int, kind: int, x: int, y: int, by: int) -> None:
         s.census[i, c, column] += by
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def set_mat(s: Any, i: int, x: int, y: int, material: int) -> None:
     """Cell (x, y) becomes ``material``, its chunk's count of grass and path cells kept."""
     c = chunk_of(x, y)
@@ -86,20 +86,20 @@ def count_materials(s: Any, i: int) -> None:
             s.path[i, c] += int(m == PATH)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def inside(x: int, y: int) -> bool:
     """``engine._inside((0, 0), pos, area)``."""
     return 0 <= x < AREA and 0 <= y < AREA
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def chunk_of(x: int, y: int) -> int:
     """The index of the chunk holding cell (x, y): ``(x // 12) * 6 + y // 12``
     (``World.chunk_key``'s key, numbered)."""
     return (x // CHUNK) * N_CHUNKS + y // CHUNK
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def enter_chunk(s: Any, i: int, c: int) -> None:
     """Chunk ``c`` joins the chunk list if it is not in it yet: crafter's chunks are a
     ``defaultdict`` whose keys appear when an object is first added to or moved into the
@@ -113,7 +113,7 @@ def enter_chunk(s: Any, i: int, c: int) -> None:
         s.n_chunks[i] = n + 1
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def occupant(s: Any, i: int, x: int, y: int) -> int:
     """The object map at (x, y) (0 outside the world: ``World.__getitem__`` gives None)."""
     if 0 <= x < AREA and 0 <= y < AREA:
@@ -121,7 +121,7 @@ def occupant(s: Any, i: int, x: int, y: int) -> int:
     return 0
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def is_free(s: Any, i: int, x: int, y: int, walkable: np.ndarray) -> bool:
     """``Object.is_free``: inside the world, no object there, and a material in
     ``walkable`` (a mask over materials)."""
@@ -150,7 +150,7 @@ def add_object(s: Any, i: int, kind: int, x: int, y: int, direction: int) -> boo
     return True
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def remove_object(s: Any, i: int, k: int) -> None:
     """``World.remove``: slot ``k`` leaves the world (its cell frees at once; the slot's
     fields stay readable until :func:`compact`, as a removed crafter object's do)."""
@@ -162,7 +162,7 @@ def remove_object(s: Any, i: int, k: int) -> None:
         count(s, i, kind, x, y, -1)
 
 
-@perenv.rule(inline=False)
+@perenv.rule
 def move_object(s: Any, i: int, k: int, x: int, y: int) -> None:
     """``World.move`` of slot ``k`` to the free cell (x, y); a removed object stays put."""
     if s.kind[i, k] == NO_KIND:
