@@ -111,7 +111,7 @@ def test_rolling_mean_and_episode_log(tmp_path):
         ("30", "5.0"), ("30", "7.0"), ("36", "9.0")]
 
 
-@pytest.mark.parametrize("game", ["breakout", "asterix"])
+@pytest.mark.parametrize("game", ["breakout", pytest.param("asterix", marks=pytest.mark.slow)])
 def test_ppo_minatar_smoke(tmp_path, game):
     ppo = load("ppo_minatar")
     csv_path = tmp_path / f"{game}.csv"

@@ -98,7 +98,8 @@ def test_python_loop_equals_numpy_kernels(config):
     compare("python", AutoresetMode.NEXT_STEP, n=5, steps=40, **config)
 
 
-@pytest.mark.parametrize("options", [dict(), dict(mode="two_player", obs_type="tiles")])
+@pytest.mark.parametrize("options", [dict(), pytest.param(dict(mode="two_player", obs_type="tiles"),
+                                                         marks=pytest.mark.slow)])
 def test_two_threads_equal_one(options):
     one = BatchPong(301, num_threads=1, kernels="numba", **SHORT, **options)
     two = BatchPong(301, num_threads=2, kernels="numba", **SHORT, **options)

@@ -383,14 +383,26 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
             copy_tile(obs, gy * UNIT, gx * UNIT, tiles, first + m * p.tiles.shape[1] + o)
     if not by_table:
         light_rows(obs, d, s.noise_key[i], d < 0.5 and p.night_noise, sleeping, p.vignette)
-    items = p.item_tiles.reshape(-1, UNIT, UNIT, 3)
-    counts = p.item_tiles.shape[1]
+    draw_inventory(obs, p.item_tiles.reshape(-1, UNIT, UNIT, 3), p.item_tiles.shape[1],
+                   s.inventory[i])
+    black_border(obs)
+
+
+@perenv.rule
+def draw_inventory(obs: np.ndarray, items: np.ndarray, counts: int,
+                   inventory: np.ndarray) -> None:
+    """The two rows under the world: each item's picture at its count, then two blanks."""
     for k in range(len(ITEMS)):
         copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items,
-                  k * counts + s.inventory[i, k])
+                  k * counts + inventory[k])
     for k in range(len(ITEMS), 2 * _VW):  # the two cells after the last item
         copy_tile(obs, _WORLD_PX_H + (k // _VW) * UNIT, (k % _VW) * UNIT, items, 0)
-    for x in range(SIZE):  # the border crafter leaves black
+
+
+@perenv.rule
+def black_border(obs: np.ndarray) -> None:
+    """The last row and column, which crafter leaves black."""
+    for x in range(SIZE):
         for ch in range(3):
             obs[SIZE - 1, x, ch] = 0
             obs[x, SIZE - 1, ch] = 0
