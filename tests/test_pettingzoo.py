@@ -129,3 +129,13 @@ def test_agents_as_envs_resets_whole_games_only():
         env.reset(options={"reset_mask": np.array([True, False, False, False])})
     with pytest.raises(ValueError, match="one row per agent of every game"):
         env.step(np.zeros(2, np.int64))
+
+
+def test_closing_an_agents_as_envs_whose_constructor_raised_is_quiet():
+    """Gymnasium 1.1's VectorEnv.__del__ closes an object whose __init__ raised: close()
+    then finds no env to close and must not raise."""
+    from batchenv.adapters.pettingzoo import AgentsAsEnvs
+
+    half_made = AgentsAsEnvs.__new__(AgentsAsEnvs)
+    half_made.close()
+    assert half_made.closed

@@ -1150,3 +1150,11 @@ def test_ray_actors_the_nodes_cannot_hold_are_refused_before_any_is_made(monkeyp
     _ray.check_placeable(fake, {"num_cpus": 0}, 100, 0)  # asks for nothing: no bound
     with pytest.raises(ValueError, match=r"room for 6 but only 1 free \(1.5 CPU free"):
         _ray.check_placeable(_FakeRay(free_cpus=1.5), {}, 2, 0)
+
+
+def test_closing_a_sharded_env_whose_constructor_raised_is_quiet() -> None:
+    """Gymnasium 1.1's VectorEnv.__del__ closes an object whose __init__ raised (bad
+    arguments, before any worker): close() then has no workers to stop and must not raise."""
+    half_made = ShardedVectorEnv.__new__(ShardedVectorEnv)
+    half_made.close()
+    assert half_made.closed

@@ -262,7 +262,9 @@ class AgentsAsEnvs(VectorEnv):
         return self.env.render()
 
     def close_extras(self, **kwargs: Any) -> None:
-        self.env.close()
+        # (also from Gymnasium's VectorEnv.__del__ after a constructor that raised)
+        if "env" in self.__dict__:
+            self.env.close()
 
 
 def agents_as_envs(env: BatchEnv) -> AgentsAsEnvs:

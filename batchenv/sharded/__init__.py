@@ -399,7 +399,9 @@ class ShardedVectorEnv(VectorEnv):
         """Stop the workers (within seconds, whatever state they are in) and free the
         shared memory."""
         self._arrays = {}
-        self._finalizer()
+        finalizer = self.__dict__.get("_finalizer")  # (none after a constructor that raised:
+        if finalizer is not None:  # Gymnasium's VectorEnv.__del__ closes that object too)
+            finalizer()
 
     # ------------------------------------------------------------------ state access
     @_exclusive
