@@ -44,7 +44,7 @@ def _other_registrations() -> set[str]:
 
 def _checked_compiles() -> set[str]:
     """Shipped ids whose contract compiles a class's checked loop (check_env runs debug
-    mode, whose per-env kernels are compiled with bounds checks: 3-35 CPU-s a class), but
+    mode, whose per-env kernels are compiled with bounds checks: a compile per class), but
     for one MinAtar and one MiniGrid class. Their contract runs in the `slow` pass (CI
     runs it); README's command runs the checked loop on those two, on the per-env test
     envs (tests/test_perenv*.py, test_two_forms.py), and every shipped class's rules

@@ -102,8 +102,8 @@ def assert_same_state(env_a, env_b, context: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-# compiled: the slow pass (CI) only, as Asteroids' loop compiles for ~20 CPU-s; the same
-# functions as a Python loop in README's command
+# compiled: the slow pass (CI) only, as it compiles Asteroids' loop (docs/performance.md,
+# "The test suite's time"); the same functions as a Python loop in README's command
 @pytest.mark.parametrize("kernels", [pytest.param("numba", marks=pytest.mark.slow), "python"])
 def test_per_env_equals_numpy_kernels(kernels, mode):
     n, steps = SIZES[kernels]

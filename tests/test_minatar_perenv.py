@@ -116,7 +116,7 @@ def test_copies_and_pickles_step_alike(cls):
         assert_same_state(env, twin, "after copy")
 
 
-# Debug mode compiles each game's checked loop (Seaquest ~26 CPU-s): README's command runs it
+# Debug mode compiles each game's checked loop (a compile per game): README's command runs it
 # on Breakout, the `slow` pass (CI) on every game.
 @pytest.mark.parametrize("cls", [pytest.param(c, marks=[] if c is BatchBreakout
                                               else [pytest.mark.slow]) for c in GAMES])
