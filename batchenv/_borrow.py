@@ -109,13 +109,35 @@ def _install_borrow(pointers: list[Any], as_pointer: Any) -> None:
 
     @overload(borrow_all)
     def _borrow_all(values):
-        # halves, so that numba's typing recurses log2(len) deep, not len
-        if len(values) == 0:
-            return lambda values: ()
-        if len(values) == 1:
-            return lambda values: (borrow(values[0]),)
-        half = len(values) // 2
-        return lambda values: borrow_all(values[:half]) + borrow_all(values[half:])
+        # Eight entries a function: numba compiles a function for each tuple type it
+        # reaches, and a recursion by halves reached about one per entry (a compile of a
+        # class's loop spent a fifth of its time on them)
+        n = len(values)
+        if n > 8:
+            return lambda values: borrow_all(values[:8]) + borrow_all(values[8:])
+        return _BORROW_UP_TO_8[n]
+
+
+#: :func:`borrow_all` of a tuple of 0 to 8 entries, one function each (the overload's
+#: implementations must name their argument as ``borrow_all`` does)
+_BORROW_UP_TO_8 = (
+    lambda values: (),
+    lambda values: (borrow(values[0]),),
+    lambda values: (borrow(values[0]), borrow(values[1])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2]),
+                    borrow(values[3])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2]),
+                    borrow(values[3]), borrow(values[4])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2]),
+                    borrow(values[3]), borrow(values[4]), borrow(values[5])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2]),
+                    borrow(values[3]), borrow(values[4]), borrow(values[5]),
+                    borrow(values[6])),
+    lambda values: (borrow(values[0]), borrow(values[1]), borrow(values[2]),
+                    borrow(values[3]), borrow(values[4]), borrow(values[5]),
+                    borrow(values[6]), borrow(values[7])),
+)
 
 
 def _install_words(as_voidptr: Any) -> None:

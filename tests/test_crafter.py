@@ -313,7 +313,7 @@ def test_textures_and_tiles_are_crafters():
 def test_night_noise_off():
     """``night_noise=False`` darkens the night without noise: the image equals crafter's
     with its ``_noise`` left out."""
-    env = BatchCrafter(1, night_noise=False, kernels="python")
+    env = BatchCrafter(1, night_noise=False)
     ref = cp.reference()
     cp.reset_like(ref, 7)
     ref._step = 200

@@ -102,9 +102,8 @@ def assert_same_state(env_a, env_b, context: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-# compiled: the slow pass (CI) only, as it compiles Asteroids' loop (docs/performance.md,
-# "The test suite's time"); the same functions as a Python loop in README's command
-@pytest.mark.parametrize("kernels", [pytest.param("numba", marks=pytest.mark.slow), "python"])
+# (the Python form: the `slow` pass, tests/conftest.py's PYTHON_FORM_IN_README)
+@pytest.mark.parametrize("kernels", ["numba", "python"])
 def test_per_env_equals_numpy_kernels(kernels, mode):
     n, steps = SIZES[kernels]
     per_env = Asteroids(n, kernels=kernels, autoreset_mode=mode, max_episode_steps=40)
@@ -174,13 +173,14 @@ def test_both_forms_equal_the_scalar_reference(form):
     assert splits > 0 and crashes > 0, (splits, crashes)
 
 
+@pytest.mark.slow  # (the Python form: tests/conftest.py, PYTHON_FORM_IN_README)
 def test_check_env_passes_on_the_per_env_functions():
-    """The contract on the per-env functions as a Python loop (no compilation: seconds)."""
+    """The contract on the per-env functions as a Python loop."""
     check_env(lambda n: Asteroids(n, kernels="python"), num_envs=4, steps=24)
 
 
-@pytest.mark.slow  # compiles the loops of every mode (minutes on a loaded machine); the
-def test_check_env_passes_on_the_compiled_form():  # fast test above runs the same functions
+@pytest.mark.slow  # (the checked loop, another compile)
+def test_check_env_passes_on_the_compiled_form():
     check_env(Asteroids)
 
 

@@ -130,12 +130,13 @@ def test_ppo_minatar_smoke(tmp_path, game):
         assert (tmp_path / "curve.png").stat().st_size > 1000
 
 
-def test_ppo_minigrid_smoke(tmp_path):
-    """A few updates on DoorKey-5x5 with the env's rules uncompiled (kernels="python": no
-    numba compile in the test) and 12-step episodes, so that episodes end and are truncated."""
+def test_ppo_minigrid_doorkey_smoke(tmp_path):
+    """A few updates on DoorKey-5x5 with 12-step episodes, so that episodes end and are
+    truncated (compiled: the worker that compiles DoorKey for its parity tests runs it,
+    tests/conftest.py)."""
     ppo = load("ppo_minigrid")
     csv_path = tmp_path / "doorkey.csv"
-    summary = ppo.main(["--env", "DoorKey-5x5", "--kernels", "python", "--num-envs", "8",
+    summary = ppo.main(["--env", "DoorKey-5x5", "--num-envs", "8",
                         "--num-steps", "16", "--total-steps", "256", "--num-minibatches", "2",
                         "--update-epochs", "1", "--threads", "1", "--max-episode-steps", "12",
                         "--eval-envs", "4", "--csv", str(csv_path)])

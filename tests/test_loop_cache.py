@@ -246,6 +246,7 @@ def test_a_second_process_loads_the_first_ones_loop(written, tmp_path):
     assert _files(cache) == before  # nothing written: no new entry, none rewritten
 
 
+@pytest.mark.slow  # (processes that compile the loop uncached)
 def test_a_corrupt_entry_warns_once_runs_uncached_and_is_written_anew(written, tmp_path):
     where, cache, first = _copy(written, tmp_path)
     (entry,) = _entries(cache)

@@ -30,6 +30,11 @@ from batchenv.envs.minatar import (  # noqa: E402
 from batchenv.state import take_rows  # noqa: E402
 
 GAMES = [BatchAsterix, BatchBreakout, BatchFreeway, BatchSeaquest, BatchSpaceInvaders]
+#: GAMES with every game but Breakout `slow`: the tests that compile each game a second
+#: time (its Python form's rules, or its checked loop) run on Breakout in README's command,
+#: on every game in the `slow` pass (CI; tests/conftest.py, PYTHON_FORM_IN_README).
+BREAKOUT_FAST = [pytest.param(c, marks=[] if c is BatchBreakout else [pytest.mark.slow])
+                 for c in GAMES]
 MODES = ["NextStep", "SameStep", "Disabled"]
 #: The batch size of the compiled runs. Not a multiple of 16: Seaquest's slot views (its
 #: ``kernel_views``) are strided at every batch size but multiples of 16 (where a padded
@@ -71,7 +76,7 @@ def run_pair(a, b, steps, seed, every=50):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("cls", GAMES)
+@pytest.mark.parametrize("cls", BREAKOUT_FAST)
 def test_python_loop_equals_compiled_loop_in_every_autoreset_mode(cls, mode):
     """A small batch with a time limit, so that every mode's resets happen; then partial
     resets by mask, and a state taken mid-game given to both (set_state with a mask)."""
@@ -116,10 +121,7 @@ def test_copies_and_pickles_step_alike(cls):
         assert_same_state(env, twin, "after copy")
 
 
-# Debug mode compiles each game's checked loop (a compile per game): README's command runs it
-# on Breakout, the `slow` pass (CI) on every game.
-@pytest.mark.parametrize("cls", [pytest.param(c, marks=[] if c is BatchBreakout
-                                              else [pytest.mark.slow]) for c in GAMES])
+@pytest.mark.parametrize("cls", BREAKOUT_FAST)
 def test_debug_mode_steps_alike(cls):
     """The loops under the kernel checks, which must neither raise nor change a thing."""
     run_pair(cls(30), cls(30, debug=True), 100, seed=9)

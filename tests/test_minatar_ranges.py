@@ -122,7 +122,11 @@ def inside(cls, env, seed):
     return st
 
 
-@pytest.mark.parametrize("cls", list(GAMES))
+# The Python form of every game but Breakout: the `slow` pass (tests/conftest.py,
+# PYTHON_FORM_IN_README); the refusals below run compiled, in the worker that compiles the
+# game for its parity tests.
+@pytest.mark.parametrize("cls", [pytest.param(c, marks=[] if c is BatchBreakout
+                                              else [pytest.mark.slow]) for c in GAMES])
 def test_states_inside_the_ranges_step_alike_and_stay_inside(cls):
     compiled, python = cls(N, kernels="numba"), cls(N, kernels="python")
     for seed in (1, 2):
@@ -132,7 +136,7 @@ def test_states_inside_the_ranges_step_alike_and_stay_inside(cls):
 
 @pytest.mark.parametrize("cls", list(GAMES))
 def test_a_value_past_any_bound_is_refused(cls):
-    env = cls(N, kernels="python")
+    env = cls(N)
     states = inside(cls, env, 3)
     assert assert_every_bound_refused(env, states, np.random.default_rng(3)) >= 2 * len(
         [n for n in env.state_field_ranges if env.full_state_dtype[n].base.kind == "i"])
@@ -145,35 +149,39 @@ def _broken(st, k, **fields):
     return bad
 
 
-def test_the_games_invariants_are_refused():
+INVARIANTS = {
+    BatchBreakout: [({"ball_dx": 0}, r"ball_dx or ball_dy not -1 or \+1")],
+    BatchAsterix: [({"alive": True, "ent_x": 10}, "a live entity outside columns 0-9")],
+    BatchFreeway: [({"terminate_timer": -1, "awaiting_reset": False},
+                    r"terminate_timer -1 \(the game is over\) in an env not awaiting")],
+    BatchSpaceInvaders: [({"alien_dir": 0}, r"alien_dir not -1 or \+1"),
+                         ({"alien_count": 100}, "alien_count not the number of aliens")],
+    BatchSeaquest: [({"en_slots": 0, "en_alive_0": True}, "an enemy slot from en_slots on "
+                     "is not clear"),
+                    ({"en_slots": 1, "en_alive_0": True, "en_x_0": 10, "en_dx_0": 1},
+                     "a live bullet, diver or enemy off the board"),
+                    ({"fb_alive_1": True, "fb_x_1": 4, "fb_dx_1": 0},
+                     r"a heading \(sub_dx, or a live entity's dx\) not -1 or \+1"),
+                    ({"sub_x": 0, "sub_dx": 1}, "the submarine's back off the board"),
+                    ({"dv_alive_0": True, "dv_x_0": 3, "dv_dx_0": 1, "dv_timer_0": 6},
+                     r"a live diver's timer outside \[0, 5\]"),
+                    ({"oxygen": -1, "awaiting_reset": False}, "oxygen -1")],
+}
+
+
+@pytest.mark.parametrize("cls", list(INVARIANTS))
+def test_the_games_invariants_are_refused(cls):
     rng = np.random.default_rng(5)
-    cases = {
-        BatchBreakout: [({"ball_dx": 0}, r"ball_dx or ball_dy not -1 or \+1")],
-        BatchAsterix: [({"alive": True, "ent_x": 10}, "a live entity outside columns 0-9")],
-        BatchFreeway: [({"terminate_timer": -1, "awaiting_reset": False},
-                        r"terminate_timer -1 \(the game is over\) in an env not awaiting")],
-        BatchSpaceInvaders: [({"alien_dir": 0}, r"alien_dir not -1 or \+1"),
-                             ({"alien_count": 100}, "alien_count not the number of aliens")],
-        BatchSeaquest: [({"en_slots": 0, "en_alive_0": True}, "an enemy slot from en_slots on "
-                         "is not clear"),
-                        ({"en_slots": 1, "en_alive_0": True, "en_x_0": 10, "en_dx_0": 1},
-                         "a live bullet, diver or enemy off the board"),
-                        ({"fb_alive_1": True, "fb_x_1": 4, "fb_dx_1": 0},
-                         r"a heading \(sub_dx, or a live entity's dx\) not -1 or \+1"),
-                        ({"sub_x": 0, "sub_dx": 1}, "the submarine's back off the board"),
-                        ({"dv_alive_0": True, "dv_x_0": 3, "dv_dx_0": 1, "dv_timer_0": 6},
-                         r"a live diver's timer outside \[0, 5\]"),
-                        ({"oxygen": -1, "awaiting_reset": False}, "oxygen -1")],
-    }
-    for cls, broken in cases.items():
-        env = cls(N, kernels="python")
-        states = inside(cls, env, 6)
-        env.set_state(states)
-        for fields, what in broken:
-            k = int(rng.integers(N))
-            clear = {name: 0 for name in fields if name.startswith(("en_", "fb_", "dv_"))}
-            assert_refused(env, _broken(_broken(states, k, **clear), k, **fields), k, what)
-    # a dead entity may keep the column it left to: that is no error
-    env = BatchAsterix(N, kernels="python")
+    env = cls(N)
+    states = inside(cls, env, 6)
+    env.set_state(states)
+    for fields, what in INVARIANTS[cls]:
+        k = int(rng.integers(N))
+        clear = {name: 0 for name in fields if name.startswith(("en_", "fb_", "dv_"))}
+        assert_refused(env, _broken(_broken(states, k, **clear), k, **fields), k, what)
+
+
+def test_a_dead_asterix_entity_may_keep_the_column_it_left_to():
+    env = BatchAsterix(N)
     states = inside(BatchAsterix, env, 7)
     env.set_state(_broken(states, 4, alive=False, ent_x=10))

@@ -480,6 +480,10 @@ def test_dynamic_obstacles_collision_costs_one():
     assert env.single_action_space.n == 3
 
 
+# The Python form of these classes: the `slow` pass (tests/conftest.py,
+# PYTHON_FORM_IN_README); README's command holds Empty's to its compiled loop
+# (tests/test_minigrid_ranges.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, kw", [
     (BatchDoorKey, {"size": 5}), (BatchMultiRoom, {"min_rooms": 2, "max_rooms": 2,
                                                    "max_room_size": 4}),

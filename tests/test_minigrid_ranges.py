@@ -105,7 +105,11 @@ def inside(env, seed: int) -> np.ndarray:
     return st
 
 
-@pytest.mark.parametrize("env_id", IDS)
+# The Python form of every class but Empty: the `slow` pass (tests/conftest.py,
+# PYTHON_FORM_IN_README); the refusals below run compiled, in the worker that compiles the
+# class for its parity tests.
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if "Empty" in i else
+                                                 [pytest.mark.slow]) for i in IDS])
 def test_states_inside_the_ranges_step_alike_and_stay_inside(env_id):
     compiled = batchenv.make(env_id, N, kernels="numba")
     python = batchenv.make(env_id, N, kernels="python")
@@ -119,7 +123,7 @@ def test_states_inside_the_ranges_step_alike_and_stay_inside(env_id):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_a_value_past_any_bound_is_refused(env_id):
-    env = batchenv.make(env_id, N, kernels="python")
+    env = batchenv.make(env_id, N)
     checked = assert_every_bound_refused(env, inside(env, 3), np.random.default_rng(3))
     assert checked >= 2 * len(env.state_field_ranges) - 1  # (step_count: no range)
 
@@ -160,9 +164,9 @@ def _at(st, k, name, index, value):
     return bad
 
 
-def test_the_invariants_are_refused():
+def test_the_invariants_are_refused_doorkey():
     rng = np.random.default_rng(5)
-    env = batchenv.make("batchenv/MiniGrid-DoorKey-5x5-v0", N, kernels="python")
+    env = batchenv.make("batchenv/MiniGrid-DoorKey-5x5-v0", N)
     st = inside(env, 6)
     env.set_state(st)
     k = int(rng.integers(N))
@@ -188,14 +192,21 @@ def test_the_invariants_are_refused():
                (c.EMPTY, 0, 0))
     assert_refused(env, _at(near, k, "grid", (0, 2), (c.FLOOR, c.RED, 0)),
                    k, "the agent can reach the grid's edge")  # a hole in the wall round
-    env = batchenv.make("batchenv/MiniGrid-MultiRoom-N2-S4-v0", N, kernels="python")
+
+
+def test_the_invariants_are_refused_multiroom():
+    k = int(np.random.default_rng(5).integers(N))
+    env = batchenv.make("batchenv/MiniGrid-MultiRoom-N2-S4-v0", N)
     st = inside(env, 8)
     env.set_state(st)
     outside = np.argwhere(~_room_cells(st[k]))  # a cell outside the rooms, off the edge
     x, y = next((a, b) for a, b in outside if 0 < a < env.width - 1 and 0 < b < env.height - 1)
     moved = _at(_at(st, k, "agent_x", (), x), k, "agent_y", (), y)
     assert_refused(env, moved, k, "the agent can reach the grid's edge")
-    env = BatchDynamicObstacles(N, size=6, kernels="python")
+
+
+def test_the_invariants_are_refused_dynamic_obstacles():
+    env = BatchDynamicObstacles(N, size=6)
     st = inside(env, 7)
     env.set_state(st)
     placed = np.flatnonzero(st["obstacles"][:, 0, 0] >= 0)

@@ -122,8 +122,8 @@ def test_auto_keeps_the_numpy_kernels():
 
 
 def test_copy_false_canvas_stays_read_only():
-    # (two_player tiles: the types test_two_threads_equal_one compiled the loop for)
-    env = BatchPong(3, mode="two_player", obs_type="tiles", copy=False, kernels="numba")
+    # (the types of FAST's two_player pixels: no other compile)
+    env = BatchPong(3, copy=False, kernels="numba", **FAST["two_player-pixels-first"])
     obs, _ = env.reset(seed=0)
     obs2 = env.step(np.zeros((3, 2), dtype=np.int64))[0]
     assert obs2 is obs and not obs.flags.writeable

@@ -21,12 +21,18 @@ N = 64
 STEPS = 4
 CONFIGS = {
     "cpu-state": {},
-    "cpu-pixels": {"obs_type": "pixels", "pixel_shape": (42, 42)},
+    "two_player-pixels-first": {"mode": "two_player", "obs_type": "pixels",
+                                "pixel_shape": (42, 42), "channel_axis": "first"},
     "cpu-tiles": {"obs_type": "tiles"},
     "rally-frameskip-sticky": {"mode": "rally", "frameskip": 2,
                                "repeat_action_probability": 0.25},
     "two_player-tiles": {"mode": "two_player", "obs_type": "tiles"},
 }
+#: README's command runs the configurations whose compiled loop it compiles anyway (the
+#: types of tests/test_pong_per_env.py's FAST); the others, each another compile of the
+#: loop, run in the `slow` pass.
+CONFIG_PARAMS = [pytest.param(name, marks=[] if name in ("cpu-state", "two_player-pixels-first")
+                              else [pytest.mark.slow]) for name in CONFIGS]
 
 
 def _bounds(env, name):
@@ -65,7 +71,7 @@ def test_every_field_has_a_range():
     assert _bounds(env, "ball_x") == (0, 39) and _bounds(env, "ball_vy") == (-3, 3)
 
 
-@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("config", CONFIG_PARAMS)
 def test_states_inside_the_ranges_step_alike_in_both_forms_and_stay_inside(config):
     kw = CONFIGS[config]
     numpy_form, compiled = BatchPong(N, kernels="numpy", **kw), BatchPong(N, kernels="numba",
@@ -93,7 +99,7 @@ def _past(value, dtype, direction):
 
 @pytest.mark.parametrize("kernels", ["numpy", "numba"])
 def test_a_value_just_past_any_bound_or_not_finite_is_refused(kernels):
-    env = BatchPong(N, kernels=kernels, mode="two_player", obs_type="tiles")
+    env = BatchPong(N, kernels=kernels, **CONFIGS["two_player-pixels-first"])
     rng = np.random.default_rng(5)
     st = inside(env, rng)
     env.set_state(st)

@@ -642,7 +642,8 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
-@pytest.mark.parametrize("call", ["step", pytest.param("collect", marks=pytest.mark.faults)])
+@pytest.mark.parametrize("call", [pytest.param("step", marks=pytest.mark.slow),
+                                  pytest.param("collect", marks=pytest.mark.faults)])
 def test_ctrl_c_or_a_killed_driver_leaves_nothing_behind(sig: str, call: str,
                                                          tmp_path) -> None:
     """Ctrl-C (SIGINT to the process group) or SIGKILL of the driver alone, mid-loop or
@@ -708,6 +709,7 @@ def test_make_passes_num_workers_and_backend(local: bool) -> None:
         batchenv.make("CartPole-v1", 4, local_shard=True, vectorization="thread")
 
 
+@pytest.mark.slow  # (three workers started by "spawn", each importing the package anew)
 def test_counter_env_uneven_shards_keep_time_limits() -> None:
     """The Gymnasium auto-reset counter env, per-env episode lengths across shards; workers
     started by "spawn" (the default elsewhere than Linux)."""
@@ -773,7 +775,8 @@ def test_ppo_episode_stats_match_gymnasium_wrapper() -> None:
 
 
 @pytest.mark.parametrize(("rollout", "local"),
-                         [("collect", False), ("double-buffer", False), ("step", True)])
+                         [pytest.param("collect", False, marks=pytest.mark.slow),
+                          ("double-buffer", False), ("step", True)])
 def test_ppo_example_sharded_smoke(tmp_path, rollout: str, local: bool) -> None:
     ppo = _load_ppo()  # needs the examples extra (torch, tqdm), part of `test`
     csv_path = tmp_path / "pong.csv"
@@ -1052,6 +1055,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # (a new interpreter, forking with workers running)
 def test_a_forked_child_exiting_leaves_the_parents_workers_alone(tmp_path) -> None:
     """Issue 22 item 5: a child made by os.fork() that exits normally used to stop the
     parent's workers (ShardError ... SIGTERM in the parent) and print an AssertionError."""
