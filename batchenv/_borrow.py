@@ -110,8 +110,7 @@ def _install_borrow(pointers: list[Any], as_pointer: Any) -> None:
     @overload(borrow_all)
     def _borrow_all(values):
         # Eight entries a function: numba compiles a function for each tuple type it
-        # reaches, and a recursion by halves reached about one per entry (a compile of a
-        # class's loop spent a fifth of its time on them)
+        # reaches, and a recursion by halves reached about one per entry
         n = len(values)
         if n > 8:
             return lambda values: borrow_all(values[:8]) + borrow_all(values[8:])

@@ -44,7 +44,7 @@ _CLASS_GROUPS = (
 
 #: The classes whose Python form (``kernels="python"``) README's command runs: one MinAtar
 #: game, one MiniGrid class and BatchPong. numba compiles each rule of a Python form on its
-#: first call from Python (docs/writing_envs.md, "Two forms"), a compile as long as the
+#: first call from Python (``batchenv.perenv.rule``), a compile as long as the
 #: loop's for a large class and not kept by the compile cache; the `slow` pass (CI) runs
 #: the Python form of every class.
 PYTHON_FORM_IN_README = frozenset({"Breakout", "Empty", "PongNumba"})
@@ -64,7 +64,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     pytest-xdist worker (``xdist_group``; pyproject's addopts give ``--dist loadgroup``):
     a worker compiles a class's loop once and keeps it, where tests of one class spread
     over both workers compiled it in each at the same moment (the compile cache serves a
-    loop only once it is written). Other tests are shared out one by one, as before.
+    loop only once it is written). Other tests are shared out one by one.
     A test that runs a class's Python form by parameter is `slow` but for the classes of
     :data:`PYTHON_FORM_IN_README`."""
     for item in items:
