@@ -1,15 +1,17 @@
 """Craftax-Classic's symbolic env (``craftax`` on PyPI, the JAX port of crafter) on this CPU:
-``python craftax_classic_steps.py NUM_ENVS [SECONDS]`` prints one line of JSON.
+``python craftax_classic_steps.py NUM_ENVS [SECONDS [STEPS_PER_CALL]]`` prints one line of
+JSON.
 
 Run by ``benchmarks/test_bench_crafter.py`` with the Python named by
 ``BATCHENV_CRAFTAX_PYTHON`` (craftax wants its own virtual environment: it moves
 Gymnasium's version). ``Craftax-Classic-Symbolic-v1`` with craftax's own auto-reset (its
 ``step`` makes a new world every step and keeps it where the episode ended), random
 actions (drawn on the device, ``jax.random.randint``), ``NUM_ENVS`` worlds stepped by
-``jax.vmap`` inside one jitted ``jax.lax.scan`` of ``16384 // NUM_ENVS`` steps (at least
-one), as craftax's own PPO rolls out; each step's observation is carried, so the compiler
-cannot leave it out. The scan is compiled first (``jax.jit(...).lower(...).compile()``:
-its CPU and wall time are reported apart, ``compile_*``), run once, then calls are timed
+``jax.vmap`` inside one jitted ``jax.lax.scan`` of ``STEPS_PER_CALL`` steps (default
+``16384 // NUM_ENVS``, at least one), as craftax's own PPO rolls out; each step's
+observation is carried, so the compiler cannot leave it out. The scan is compiled first
+(``jax.jit(...).lower(...).compile()``: its CPU and wall time are reported apart,
+``compile_*``), run once, then calls are timed
 until ``SECONDS`` of wall time have passed (default 20; two calls at least):
 ``env_steps_per_s`` (wall clock) and ``cpu_us_per_env_step`` (this process's CPU time,
 all of XLA's threads).
@@ -26,12 +28,12 @@ import jax
 from craftax.craftax_env import make_craftax_env_from_name
 
 
-def main(n: int, seconds: float) -> None:
-    steps_per_call = max(1, 16384 // n)
+def main(n: int, seconds: float, steps_per_call: int) -> None:
     env = make_craftax_env_from_name("Craftax-Classic-Symbolic-v1", auto_reset=True)
     params = env.default_params
     actions = env.action_space(params).n
-    reset = jax.vmap(env.reset, in_axes=(0, None))
+    # (jitted: run op by op, the vmapped reset of thousands of worlds did not finish)
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def one(carry, _):  # type: ignore[no-untyped-def]
@@ -78,4 +80,6 @@ def _version(name: str) -> str:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 20.0)
+    num_envs = int(sys.argv[1])
+    main(num_envs, float(sys.argv[2]) if len(sys.argv) > 2 else 20.0,
+         int(sys.argv[3]) if len(sys.argv) > 3 else max(1, 16384 // num_envs))

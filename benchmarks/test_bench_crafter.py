@@ -7,15 +7,17 @@ its image included, ``reset()`` when an episode ends). The runs start from world
 their first 150-250 steps, so that episodes end at their steady rate (a random player's
 episodes last about 170 steps). ``extra_info["env_steps"]`` is the env-steps of a round;
 the last case prints each batch's env-steps per second over crafter's (this run's means:
-crafter's median step is one without a reset, which would leave its world generation,
-over a second, out of its rate), and keeps them in its ``extra_info``.
+crafter's median step is one without a reset, which would leave its world generation out
+of its rate: about 50 ms a world, after a first ``reset`` of about 2 s that also loads the
+textures), and keeps them in its ``extra_info``. BatchCrafter runs on one thread and on two
+(``num_threads=2``: both cores of a 2-core host).
 
 ``test_craftax_classic`` runs Craftax-Classic's symbolic env (the JAX port, ``craftax`` on
 PyPI) at the same batch sizes, in a subprocess of the Python that
 ``BATCHENV_CRAFTAX_PYTHON`` names (craftax wants its own virtual environment: it moves
 Gymnasium's version), with ``benchmarks/craftax_classic_steps.py`` (random actions,
-craftax's own auto-reset, 64 steps a jitted call; its compile is left out of the rate and
-reported apart in ``extra_info``); skipped when the variable is not set::
+craftax's own auto-reset, ``16384 // n`` steps a jitted call; its compile is left out of
+the rate and reported apart in ``extra_info``); skipped when the variable is not set::
 
     python3 -m venv /tmp/craftax-venv && /tmp/craftax-venv/bin/pip install craftax
     BATCHENV_CRAFTAX_PYTHON=/tmp/craftax-venv/bin/python python -m pytest \
@@ -61,10 +63,13 @@ def test_crafter_own_loop(benchmark):
     _record(benchmark, "crafter", 1)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("obs_type", ["pixels", "symbolic"])
 @pytest.mark.parametrize("n", SIZES)
-def test_batch_crafter(benchmark, n, obs_type):
-    env = BatchCrafter(n, obs_type=obs_type)
+def test_batch_crafter(benchmark, n, obs_type, threads):
+    """``threads``: the env's ``num_threads`` (its rows stepped in blocks on that many
+    threads; crafter's loop and one thread use one core, two threads both of this host's)."""
+    env = BatchCrafter(n, obs_type=obs_type, num_threads=threads)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = [rng.integers(0, 17, n) for _ in range(16)]
@@ -73,7 +78,7 @@ def test_batch_crafter(benchmark, n, obs_type):
     counter = iter(range(10**12))
     benchmark.pedantic(lambda: env.step(actions[next(counter) & 15]),
                        rounds=max(20, 200_000 // n), warmup_rounds=2)
-    _record(benchmark, f"{obs_type} {n}", n)
+    _record(benchmark, f"{obs_type} {n}" + ("" if threads == 1 else f" {threads} threads"), n)
 
 
 _CRAFTAX = pathlib.Path(__file__).with_name("craftax_classic_steps.py")

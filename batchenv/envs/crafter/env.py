@@ -200,7 +200,7 @@ class BatchCrafter(BatchEnv[CrafterState]):
         else:  # (the kernels' pixel branch is never taken: empty tables of the same types)
             self.tiles = np.zeros((0,) * 5, np.uint8)
             self.item_tiles = np.zeros((0,) * 5, np.uint8)
-            self.day_tiles = np.zeros((0,) * 6, np.uint8)
+            self.day_tiles = np.zeros((0,) * 7, np.uint8)
             self.day_level = np.zeros(0, np.bool_)
             self.vignette = np.zeros((0, 0))
         if self.pixels:

@@ -26,9 +26,9 @@ folder, resized as crafter resizes them, with Pillow's nearest-neighbour filter)
     out = trunc(d * c + (1 - d) * (0.5 e + 0.5 tint)),   tint = (0, 16, 64)
     asleep: L' = L(out); out = trunc(0.5 L' + 0.5 (0, 0, 16))
 
-in float64 as crafter's numpy does it. By day a cell's lit picture depends only on the cell
-and ``d``: ``day_tiles[day_level[step], tile]`` holds it (:func:`tables`). At night,
-asleep, and past crafter's 10,000 steps the pixels are lit one by one.
+in float64 as crafter's numpy does it. By day a cell's lit picture depends only on the cell,
+``d`` and whether the player sleeps: ``day_tiles[day_level[step], asleep, tile]`` holds it
+(:func:`tables`). At night and past crafter's 10,000 steps the pixels are lit one by one.
 
 **The night noise** (crafter: ``world.random.uniform(32, 127, (63, 49))`` per night step):
 one word of the env's stream per night step (``noise_key``, drawn at the end of the step
@@ -205,7 +205,8 @@ class Tables(NamedTuple):
 
     tiles: np.ndarray  # (14, 15, 7, 7, 3) uint8: a world cell, unlit
     item_tiles: np.ndarray  # (16, 10, 7, 7, 3) uint8: an inventory cell
-    day_tiles: np.ndarray  # (levels, 14, 15, 7, 7, 3) uint8: a world cell lit by day
+    day_tiles: np.ndarray  # (levels, 2, 14, 15, 7, 7, 3) uint8: a world cell lit by day,
+    #                        the player awake (0) and asleep (1)
     day_level: np.ndarray  # (10001,) int16: each step's level of day_tiles; -1 at night
     vignette: np.ndarray  # (49, 64) float64 (:func:`vignette`)
 
@@ -214,8 +215,9 @@ class Tables(NamedTuple):
 def tables() -> Tables:
     """The pictures (made on the first call, about a second; cached for the process).
     The day's 550 daylights (steps 0-10,000 with daylight >= 0.5) light the 227 colours of
-    the textures in 78 different ways: a level of ``day_tiles`` per way. Raises
-    ImportError without crafter (:func:`assets_dir`)."""
+    the textures in 78 different ways: a level of ``day_tiles`` per way, each lit for a
+    player awake and asleep (asleep, a pixel's grey is a function of its lit colour).
+    Raises ImportError without crafter (:func:`assets_dir`)."""
     tiles = _cell_tiles()
     colours, index = np.unique(tiles.reshape(-1, 3), axis=0, return_inverse=True)
     index = index.reshape(tiles.shape[:-1])
@@ -227,7 +229,8 @@ def tables() -> Tables:
         key = palette.tobytes()
         if key not in levels:
             levels[key] = len(lit)
-            lit.append(palette[index])
+            asleep = light(colours, DAYLIGHT[step], sleeping=True)
+            lit.append(np.stack([palette[index], asleep[index]]))
         day_level[step] = levels[key]
     return Tables(tiles, _item_tiles(), np.stack(lit), day_level, vignette())
 
@@ -361,13 +364,14 @@ def observe_pixels(p: Any, s: Any, i: int, obs: np.ndarray) -> None:
     step = s.step[i]
     d = daylight(step)
     sleeping = s.sleeping[i]
-    level = p.day_level[step] if 0 <= step <= LENGTH and not sleeping else -1
+    level = p.day_level[step] if 0 <= step <= LENGTH else -1
     by_table = level >= 0
-    # each table as a list of pictures: (material, object) pairs by day level, items by count
+    # each table as a list of pictures: (material, object) pairs by day level and sleep,
+    # items by count
     per_level = p.tiles.shape[0] * p.tiles.shape[1]
     tiles = p.day_tiles.reshape(-1, UNIT, UNIT, 3) if by_table else p.tiles.reshape(
         -1, UNIT, UNIT, 3)
-    first = level * per_level if by_table else 0
+    first = (2 * level + np.int64(sleeping)) * per_level if by_table else 0
     mat, occ = s.mat[i], s.occ[i]
     px, py = np.int64(s.player_x[i]), np.int64(s.player_y[i])
     for gy in range(_VH):
