@@ -100,6 +100,16 @@ def compile_group(nodeid: str) -> str:
     return nodeid
 
 
+def pytest_configure(config):
+    # pyproject's addopts give `--dist loadgroup` for README's `-n auto`. Without `-n` no
+    # worker starts, but pytest-benchmark still reads that option as xdist being on and
+    # disables itself (`--benchmark-only` then stops with a usage error): a run without
+    # workers is made `--dist no`, as it is in effect.
+    if not getattr(config.option, "numprocesses", None) and not getattr(config.option, "tx",
+                                                                        None):
+        config.option.dist = "no"
+
+
 def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") not in ("load", "loadgroup"):
         return None  # an explicit --dist loadfile/loadscope/each/worksteal is the user's

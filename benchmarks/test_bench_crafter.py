@@ -4,12 +4,13 @@
 One round is one ``step`` of the batch (random actions, NEXT_STEP auto-reset: world
 generation included at the rate episodes end), or one ``step`` of ``crafter.Env`` (1.8.3,
 its image included, ``reset()`` when an episode ends). The runs start from worlds past
-their first 150-250 steps, so that episodes end at their steady rate (a random player's
-episodes last about 170 steps). ``extra_info["env_steps"]`` is the env-steps of a round;
-the last case prints each batch's env-steps per second over crafter's (this run's means:
-crafter's median step is one without a reset, which would leave its world generation out
-of its rate: about 50 ms a world, after a first ``reset`` of about 2 s that also loads the
-textures), and keeps them in its ``extra_info``. BatchCrafter runs on one thread and on two
+their first 250 steps, so that episodes end at their steady rate (a random player's
+episodes last about 170 steps, the first ones of a batch all about then).
+``extra_info["env_steps"]`` is the env-steps of a round; the last case prints each
+batch's env-steps per second over crafter's (this run's means: crafter's median step is
+one without a reset, which would leave its world generation out of its rate: about 50 ms
+a world, after a first ``reset`` of about 2 s that also loads the textures), and keeps
+them in its ``extra_info``. BatchCrafter runs on one thread and on two
 (``num_threads=2``: both cores of a 2-core host).
 
 ``test_craftax_classic`` runs Craftax-Classic's symbolic env (the JAX port, ``craftax`` on
@@ -73,7 +74,7 @@ def test_batch_crafter(benchmark, n, obs_type, threads):
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = [rng.integers(0, 17, n) for _ in range(16)]
-    for t in range(250 if n <= 4096 else 150):
+    for t in range(250):  # (past the first episodes, which end together)
         env.step(actions[t & 15])
     counter = iter(range(10**12))
     benchmark.pedantic(lambda: env.step(actions[next(counter) & 15]),
@@ -87,15 +88,17 @@ _CRAFTAX = pathlib.Path(__file__).with_name("craftax_classic_steps.py")
 @pytest.mark.parametrize("n", [256, 4096, pytest.param(16384, marks=pytest.mark.slow)])
 def test_craftax_classic(benchmark, n):
     """Craftax-Classic's symbolic env at ``n`` envs (the module docstring): env-steps per
-    second by the wall clock, its jit compile apart (``extra_info``). 16384 envs is
-    ``slow`` (``-m ""``): craftax makes a world for every env on every step, so a step
-    of that batch takes about a minute of CPU and 9 GB here (from 256 and 4096 envs)."""
+    second by the wall clock, its jit compile apart (``extra_info``); one step a call at
+    4096 envs and more. 16384 envs is ``slow`` (``-m ""``): craftax makes a world for
+    every env on every step, and its cost per env grows with the batch here (4096 envs:
+    more than half an hour of CPU for the reset and first step, docs/crafter.md)."""
     python = os.environ.get("BATCHENV_CRAFTAX_PYTHON")
     if not python:
         pytest.skip("BATCHENV_CRAFTAX_PYTHON is not set: the path of a Python with craftax "
                     "installed (in its own venv: pip install craftax)")
-    out = subprocess.run([python, str(_CRAFTAX), str(n)], capture_output=True, text=True,
-                         check=False)
+    steps_per_call = ["20", "1"] if n >= 4096 else []  # (the script's default below)
+    out = subprocess.run([python, str(_CRAFTAX), str(n), *steps_per_call],
+                         capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     benchmark.extra_info.update(result)
