@@ -384,6 +384,24 @@ def test_same_seed_same_episodes_at_any_batch_size(pixels):
         np.testing.assert_array_equal(big.get_state()[2], small.get_state()[0])
 
 
+def test_two_threads_step_as_one():
+    """``num_threads=2`` (two blocks of rows on two threads, docs/crafter.md) returns what
+    one thread returns at every step, new worlds of both blocks included."""
+    one, two = BatchCrafter(16), BatchCrafter(16, num_threads=2)
+    assert (one.num_threads, two.num_threads) == (1, 2)
+    for out_one, out_two in zip(one.reset(seed=8), two.reset(seed=8)):
+        np.testing.assert_equal(out_one, out_two)
+    actions = random_actions(9, 16)
+    ended = np.zeros(16, dtype=int)
+    for t in range(260):
+        a = actions(t)
+        got_one, got_two = one.step(a), two.step(a)
+        for out_one, out_two in zip(got_one, got_two):
+            np.testing.assert_equal(out_one, out_two, err_msg=f"step {t}")
+        ended += got_one[2] | got_one[3]
+    assert ended[:8].sum() >= 2 and ended[8:].sum() >= 2  # new worlds in both blocks
+
+
 def test_info_holds_the_finished_episode_on_its_last_step(pixels):
     """``info["achievements"]`` (int32, 22, sorted names) and ``info["inventory"]``: on the
     step that ends an episode (NEXT_STEP) the finished episode's values (a Disabled twin's
