@@ -17,8 +17,9 @@ them in its ``extra_info``. BatchCrafter runs on one thread and on two
 PyPI) at the same batch sizes, in a subprocess of the Python that
 ``BATCHENV_CRAFTAX_PYTHON`` names (craftax wants its own virtual environment: it moves
 Gymnasium's version), with ``benchmarks/craftax_classic_steps.py`` (random actions,
-craftax's own auto-reset, ``16384 // n`` steps a jitted call; its compile is left out of
-the rate and reported apart in ``extra_info``); skipped when the variable is not set::
+craftax's own auto-reset, ``16384 // n`` steps a jitted call below 4096 envs, one from
+there; its compile is left out of the rate and reported apart in ``extra_info``); skipped
+when the variable is not set::
 
     python3 -m venv /tmp/craftax-venv && /tmp/craftax-venv/bin/pip install craftax
     BATCHENV_CRAFTAX_PYTHON=/tmp/craftax-venv/bin/python python -m pytest \
@@ -96,7 +97,7 @@ def test_craftax_classic(benchmark, n):
     if not python:
         pytest.skip("BATCHENV_CRAFTAX_PYTHON is not set: the path of a Python with craftax "
                     "installed (in its own venv: pip install craftax)")
-    steps_per_call = ["20", "1"] if n >= 4096 else []  # (the script's default below)
+    steps_per_call = ["20", "1"] if n >= 4096 else []  # (else the script's 16384 // n)
     out = subprocess.run([python, str(_CRAFTAX), str(n), *steps_per_call],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
